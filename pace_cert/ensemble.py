@@ -1,0 +1,230 @@
+"""Internal model (IR) of a tree ensemble classifier.
+
+An ensemble is a tuple of trees stored as parallel numpy arrays (scikit-learn's
+struct-of-arrays layout) plus per-tree weights, per-class base scores and the class
+labels. Every supported ONNX pattern is reduced to one decision rule:
+
+    S_k(x) = base_k + sum_t weight_t * value_t[leaf_t(x), k]
+    label(x) = classes[argmax_k S_k(x)]        (ties go to the lowest index)
+
+Splits are normalised to ``x[feature] <= threshold`` with a float32 threshold: a
+``BRANCH_LT`` split ``x < t`` on float32 inputs equals ``x <= prev_float32(t)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+LEAF = -1
+
+
+@dataclass(frozen=True)
+class Tree:
+    """One binary decision tree.
+
+    Invariants (checked at construction): node 0 is the root; a leaf has
+    ``left == right == -1`` and ``feature == -1``; internal nodes have both
+    children in range and greater than their own index is *not* required, but the
+    graph is a tree (every node but the root has exactly one parent, no cycles);
+    thresholds are float32; ``value`` has one row per node and one column per class
+    (only leaf rows are meaningful).
+    """
+
+    feature: np.ndarray  # int64 [n_nodes], -1 at leaves
+    threshold: np.ndarray  # float32 [n_nodes]; go left iff x[feature] <= threshold
+    left: np.ndarray  # int64 [n_nodes], -1 at leaves
+    right: np.ndarray  # int64 [n_nodes], -1 at leaves
+    value: np.ndarray  # float64 [n_nodes, n_classes]
+
+    def __post_init__(self) -> None:
+        n = len(self.feature)
+        if n == 0:
+            raise ValueError("tree has no nodes")
+        for name in ("threshold", "left", "right"):
+            if len(getattr(self, name)) != n:
+                raise ValueError(f"tree array {name} has wrong length")
+        if self.value.ndim != 2 or self.value.shape[0] != n:
+            raise ValueError("tree value must be [n_nodes, n_classes]")
+        if self.threshold.dtype != np.float32:
+            raise ValueError("tree thresholds must be float32")
+        is_leaf = self.left == LEAF
+        if np.any(is_leaf != (self.right == LEAF)) or np.any(is_leaf != (self.feature == LEAF)):
+            raise ValueError("a node has exactly one child or a leaf has a feature")
+        children = np.concatenate([self.left[~is_leaf], self.right[~is_leaf]])
+        if children.size and (children.min() < 1 or children.max() >= n):
+            raise ValueError("child index out of range (or pointing at the root)")
+        if len(np.unique(children)) != len(children) or len(children) != n - 1:
+            raise ValueError("nodes are not connected as a single tree")
+        # reachability from the root excludes cycles disconnected from it
+        seen = np.zeros(n, bool)
+        stack = [0]
+        while stack:
+            i = stack.pop()
+            if seen[i]:
+                raise ValueError("cycle in tree")
+            seen[i] = True
+            if not is_leaf[i]:
+                stack.extend((int(self.left[i]), int(self.right[i])))
+        if not seen.all():
+            raise ValueError("unreachable nodes in tree")
+
+    @property
+    def leaves(self) -> np.ndarray:
+        """Indices of the leaf nodes, ascending."""
+        return np.flatnonzero(self.left == LEAF)
+
+    @property
+    def depth(self) -> int:
+        """Length of the longest root-to-leaf path (a single leaf has depth 0)."""
+        depth = np.zeros(len(self.feature), np.int64)
+        order = [0]
+        for i in order:
+            if self.left[i] != LEAF:
+                for c in (self.left[i], self.right[i]):
+                    depth[c] = depth[i] + 1
+                    order.append(int(c))
+        return int(depth.max())
+
+    def apply(self, X: np.ndarray) -> np.ndarray:
+        """Leaf node index reached by each row of float32 ``X`` [n, n_features]."""
+        X = np.asarray(X, dtype=np.float32)
+        node = np.zeros(len(X), np.int64)
+        active = self.left[node] != LEAF
+        while active.any():
+            idx = np.flatnonzero(active)
+            cur = node[idx]
+            go_left = X[idx, self.feature[cur]] <= self.threshold[cur]
+            node[idx] = np.where(go_left, self.left[cur], self.right[cur])
+            active[idx] = self.left[node[idx]] != LEAF
+        return node
+
+    def paths(self) -> dict[int, list[tuple[int, float, bool]]]:
+        """For each leaf, the conditions on its path: (feature, threshold, goes_left)."""
+        out: dict[int, list[tuple[int, float, bool]]] = {}
+        stack: list[tuple[int, list[tuple[int, float, bool]]]] = [(0, [])]
+        while stack:
+            i, conds = stack.pop()
+            if self.left[i] == LEAF:
+                out[i] = conds
+                continue
+            f, th = int(self.feature[i]), float(self.threshold[i])
+            stack.append((int(self.left[i]), conds + [(f, th, True)]))
+            stack.append((int(self.right[i]), conds + [(f, th, False)]))
+        return out
+
+
+@dataclass(frozen=True)
+class Ensemble:
+    """A weighted tree ensemble with an argmax decision (ties to the lowest index).
+
+    ``margin_scale`` (sigma) converts score differences to the user's margin unit:
+    for voting ensembles (random forests, AdaBoost) a normalised margin
+    (S_a - S_b) / sigma is a vote share in [-1, 1]; for margin ensembles (gradient
+    boosting) sigma = 1 and margins are raw scores.
+    """
+
+    trees: tuple[Tree, ...]
+    weights: np.ndarray  # float64 [n_trees]
+    base: np.ndarray  # float64 [n_classes]
+    classes: np.ndarray  # labels, int64 or str, [n_classes]
+    n_features: int
+    kind: str = "voting"  # "voting" | "margin"
+    margin_scale: float = 1.0
+    pattern: str = "ir"
+    runtime_guard: float = 0.0  # bound on the runtime's float32 error of S_a - S_b
+    origin: tuple[str, ...] = field(default=())  # per tree: "original" | "new"
+
+    def __post_init__(self) -> None:
+        k = len(self.classes)
+        if k < 2:
+            raise ValueError("an ensemble needs at least two classes")
+        if len(self.weights) != len(self.trees):
+            raise ValueError("one weight per tree")
+        if self.base.shape != (k,):
+            raise ValueError("one base score per class")
+        for t in self.trees:
+            if t.value.shape[1] != k:
+                raise ValueError("tree values need one column per class")
+            used = t.feature[t.feature != LEAF]
+            if used.size and (used.min() < 0 or used.max() >= self.n_features):
+                raise ValueError("tree uses a feature index out of range")
+        if self.origin and len(self.origin) != len(self.trees):
+            raise ValueError("origin must name every tree")
+        if not np.isfinite(self.weights).all() or not np.isfinite(self.base).all():
+            raise ValueError("weights and base scores must be finite")
+        if self.kind not in ("voting", "margin"):
+            raise ValueError("kind is voting or margin")
+
+    @property
+    def n_classes(self) -> int:
+        return len(self.classes)
+
+    @property
+    def n_trees(self) -> int:
+        return len(self.trees)
+
+    @property
+    def max_depth(self) -> int:
+        return max((t.depth for t in self.trees), default=0)
+
+    @property
+    def n_leaves(self) -> int:
+        return int(sum(len(t.leaves) for t in self.trees))
+
+    def apply(self, X: np.ndarray) -> np.ndarray:
+        """Leaf index per tree for each row: int64 [n, n_trees]."""
+        return np.stack([t.apply(X) for t in self.trees], axis=1) if self.trees else np.zeros(
+            (len(X), 0), np.int64
+        )
+
+    def scores(self, X: np.ndarray) -> np.ndarray:
+        """Class scores S(x) in float64 (each term exact; the sum rounds once per add)."""
+        X = np.asarray(X, dtype=np.float32)
+        s = np.tile(self.base, (len(X), 1))
+        for w, t in zip(self.weights, self.trees):
+            s += w * t.value[t.apply(X)]
+        return s
+
+    def predict_index(self, X: np.ndarray) -> np.ndarray:
+        """Index of the predicted class (float64 scores, ties to the lowest index)."""
+        return np.argmax(self.scores(X), axis=1)
+
+    def predict(self, X: np.ndarray) -> np.ndarray:
+        return self.classes[self.predict_index(X)]
+
+
+def prev_float32(x: float) -> np.float32:
+    """Largest float32 strictly below ``x`` (x a float32 value)."""
+    return np.nextafter(np.float32(x), np.float32(-np.inf), dtype=np.float32)
+
+
+def next_float32(x: float) -> np.float32:
+    """Smallest float32 strictly above ``x`` (x a float32 value)."""
+    return np.nextafter(np.float32(x), np.float32(np.inf), dtype=np.float32)
+
+
+def float32_floor(x: float) -> np.float32:
+    """Largest float32 ``<= x`` for a float64 ``x``.
+
+    For every float32 value v: ``v <= x`` iff ``v <= float32_floor(x)``.
+    """
+    f = np.float32(x)
+    if float(f) > x:
+        f = prev_float32(f)
+    return f
+
+
+def summation_error_bound(n_terms: int, abs_sum: float) -> float:
+    """Bound on |fl32(sum) - sum| for n float32 terms added in any order.
+
+    Standard bound gamma_{n-1} * sum|a_i| with unit roundoff u = 2**-24 and
+    gamma_m = m u / (1 - m u); we add one more term for a final base addition and
+    double it as a safety margin for fused/vectorised kernels.
+    """
+    u = 2.0**-24
+    m = n_terms + 1
+    if m * u >= 0.5:
+        raise ValueError("too many terms for the float32 error bound")
+    return 2.0 * (m * u / (1 - m * u)) * abs_sum

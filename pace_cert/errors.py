@@ -1,0 +1,32 @@
+"""One exception family, raised deep and mapped to exit codes once, at the CLI edge."""
+
+from __future__ import annotations
+
+
+class PaceError(Exception):
+    """Base class of every error the CLI turns into an exit code."""
+
+    exit_code = 4
+
+
+class InputError(PaceError):
+    """Bad input: a file is missing, unreadable, malformed or unsupported (exit 3)."""
+
+    exit_code = 3
+
+    def __init__(self, path: object, problem: str) -> None:
+        self.path = str(path) if path is not None else None
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}" if self.path else problem)
+
+
+class Refuted(PaceError):
+    """A counterexample exists: the two models disagree inside the region (exit 1)."""
+
+    exit_code = 1
+
+
+class Inconclusive(PaceError):
+    """A time limit stopped the proof before every pair was settled (exit 2)."""
+
+    exit_code = 2

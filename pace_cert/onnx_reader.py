@@ -1,0 +1,516 @@
+"""Read ONNX tree-ensemble classifiers into the IR, exactly as onnxruntime runs them.
+
+Table-driven: every attribute of a TreeEnsembleClassifier is read into numpy arrays
+once, grouped by tree id, node ids are mapped to dense indices and each tree is built
+by one code path. Each exporter pattern is one recogniser that returns an
+:class:`~pace_cert.ensemble.Ensemble` or raises :class:`UnsupportedModel` saying why.
+
+Decision rules reproduced (measured on onnxruntime 1.32, pinned by tests):
+
+* multi-class TreeEnsembleClassifier: label = argmax of (sum of leaf weights + base),
+  ties to the lowest index, taken before any post transform;
+* binary with a single score column: label 1 iff score + base > t, t = 0.5 when every
+  class weight is >= 0, else t = 0 (post transforms do not matter);
+* binary whose class_ids name both classes: label 1 iff the class-1 score > 0 (the
+  class-0 scores are ignored), provided class 1 has a score on every path;
+* skl2onnx AdaBoost (SAMME): a graph of one TreeEnsembleClassifier per estimator,
+  per-estimator ArgMax votes mapped by Where/Mul to +w / sym*w, summed and pushed
+  through positive scalings and Exp; the label is the argmax of the summed votes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from .ensemble import LEAF, Ensemble, Tree, next_float32, prev_float32, summation_error_bound
+from .errors import InputError
+
+ML_DOMAIN = "ai.onnx.ml"
+U32 = 2.0**-24
+
+
+class UnsupportedModel(ValueError):
+    """The graph is ONNX but not a tree ensemble pattern we can model exactly."""
+
+
+@dataclass(frozen=True)
+class OnnxModelInfo:
+    """What the writer needs to mimic the original's interface."""
+
+    input_name: str
+    label_name: str
+    scores_name: str | None
+    label_is_string: bool
+
+
+def load_onnx(path: str | Path) -> onnx.ModelProto:
+    """Load an ONNX file without following external-data paths (exit 3 on failure)."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except FileNotFoundError:
+        raise InputError(p, "file not found") from None
+    except IsADirectoryError:
+        raise InputError(p, "is a directory, expected an ONNX file") from None
+    except OSError as e:
+        raise InputError(p, f"cannot read file ({e.strerror})") from None
+    try:
+        model = onnx.load_from_string(data)
+    except Exception:
+        raise InputError(p, "not an ONNX model (protobuf parse failed)") from None
+    if not model.graph.node:
+        raise InputError(p, "not an ONNX model (empty graph)")
+    for t in _all_tensors(model):
+        if t.data_location == onnx.TensorProto.EXTERNAL or t.external_data:
+            raise InputError(p, f"tensor {t.name!r} uses external data, which is never followed")
+    return model
+
+
+def _all_tensors(model: onnx.ModelProto):
+    yield from model.graph.initializer
+    for n in model.graph.node:
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.TENSOR:
+                yield a.t
+            elif a.type == onnx.AttributeProto.TENSORS:
+                yield from a.tensors
+
+
+def read_ensemble(path: str | Path) -> tuple[Ensemble, OnnxModelInfo]:
+    """Read ``path`` into the IR; unsupported or malformed models raise InputError."""
+    model = load_onnx(path)
+    try:
+        return ensemble_from_model(model)
+    except UnsupportedModel as e:
+        raise InputError(path, f"unsupported model: {e}") from None
+
+
+def ensemble_from_model(model: onnx.ModelProto) -> tuple[Ensemble, OnnxModelInfo]:
+    """Try every recogniser in turn; the first that matches wins."""
+    info = _interface(model)
+    reasons = []
+    for recognise in RECOGNISERS:
+        try:
+            return recognise(model), info
+        except _NoMatch as e:
+            reasons.append(f"{recognise.__name__}: {e}")
+    raise UnsupportedModel("; ".join(reasons))
+
+
+class _NoMatch(UnsupportedModel):
+    pass
+
+
+# ----------------------------------------------------------------------------- interface
+
+
+def _interface(model: onnx.ModelProto) -> OnnxModelInfo:
+    g = model.graph
+    init_names = {i.name for i in g.initializer}
+    inputs = [i for i in g.input if i.name not in init_names]
+    if len(inputs) != 1:
+        raise UnsupportedModel(f"expected one input tensor, found {len(inputs)}")
+    inp = inputs[0]
+    tt = inp.type.tensor_type
+    if tt.elem_type != onnx.TensorProto.FLOAT:
+        raise UnsupportedModel("the input must be a float32 tensor")
+    if len(tt.shape.dim) != 2:
+        raise UnsupportedModel("the input must be a 2-D tensor [rows, features]")
+    if len(g.output) < 1:
+        raise UnsupportedModel("no outputs")
+    label = g.output[0]
+    ltype = label.type.tensor_type.elem_type
+    if ltype not in (onnx.TensorProto.INT64, onnx.TensorProto.STRING):
+        raise UnsupportedModel("the first output must be an int64 or string label tensor")
+    scores = g.output[1].name if len(g.output) > 1 else None
+    return OnnxModelInfo(inp.name, label.name, scores, ltype == onnx.TensorProto.STRING)
+
+
+def _n_features(model: onnx.ModelProto, trees: list[Tree]) -> int:
+    dim = _interface_input(model).type.tensor_type.shape.dim[1]
+    used = max((int(t.feature.max()) for t in trees), default=-1) + 1
+    if dim.HasField("dim_value"):
+        if dim.dim_value < used:
+            raise UnsupportedModel("a tree uses a feature beyond the declared input width")
+        return int(dim.dim_value)
+    return used
+
+
+def _interface_input(model: onnx.ModelProto):
+    init_names = {i.name for i in model.graph.initializer}
+    return next(i for i in model.graph.input if i.name not in init_names)
+
+
+# ------------------------------------------------------------------- TreeEnsembleClassifier
+
+
+@dataclass(frozen=True)
+class _TEC:
+    """A parsed TreeEnsembleClassifier node: trees with per-class leaf weights."""
+
+    trees: list[Tree]
+    classes: np.ndarray
+    base: np.ndarray
+    class_ids_used: np.ndarray
+    all_weights_nonneg: bool
+    has_class_on_all_paths: np.ndarray  # bool [n_classes]
+
+
+def _attrs(node: onnx.NodeProto) -> dict[str, object]:
+    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
+
+
+def parse_tree_ensemble_classifier(node: onnx.NodeProto) -> _TEC:
+    """Parse one TreeEnsembleClassifier node into trees (values: one column per class)."""
+    a = _attrs(node)
+    for key in a:
+        if key.endswith("_as_tensor"):
+            raise UnsupportedModel(f"double-precision attribute {key} is not supported")
+    if "classlabels_strings" in a and a["classlabels_strings"]:
+        classes = np.array([s.decode() for s in a["classlabels_strings"]], dtype=object)
+    elif "classlabels_int64s" in a:
+        classes = np.asarray(a["classlabels_int64s"], dtype=np.int64)
+    else:
+        raise UnsupportedModel("TreeEnsembleClassifier without class labels")
+    k = len(classes)
+    tree_ids = np.asarray(a.get("nodes_treeids", []), np.int64)
+    node_ids = np.asarray(a.get("nodes_nodeids", []), np.int64)
+    feats = np.asarray(a.get("nodes_featureids", []), np.int64)
+    values = np.asarray(a.get("nodes_values", []), np.float32)
+    modes = [m.decode() if isinstance(m, bytes) else m for m in a.get("nodes_modes", [])]
+    true_ids = np.asarray(a.get("nodes_truenodeids", []), np.int64)
+    false_ids = np.asarray(a.get("nodes_falsenodeids", []), np.int64)
+    n = len(tree_ids)
+    if n == 0 or any(len(x) != n for x in (node_ids, feats, values, modes, true_ids, false_ids)):
+        raise UnsupportedModel("node attribute arrays are empty or of different lengths")
+    c_tree = np.asarray(a.get("class_treeids", []), np.int64)
+    c_node = np.asarray(a.get("class_nodeids", []), np.int64)
+    c_id = np.asarray(a.get("class_ids", []), np.int64)
+    c_w = np.asarray(a.get("class_weights", []), np.float32)
+    if not (len(c_tree) == len(c_node) == len(c_id) == len(c_w)):
+        raise UnsupportedModel("class attribute arrays have different lengths")
+    if len(c_id) and (c_id.min() < 0 or c_id.max() >= k):
+        raise UnsupportedModel("class_ids out of range")
+    if not np.isfinite(values).all() or not np.isfinite(c_w).all():
+        raise UnsupportedModel("non-finite thresholds or weights")
+    base = np.asarray(a.get("base_values", []), np.float32).astype(np.float64)
+
+    trees: list[Tree] = []
+    has_all = np.zeros(k, bool)
+    for tid in np.unique(tree_ids):
+        sel = np.flatnonzero(tree_ids == tid)
+        sel = sel[np.argsort(node_ids[sel], kind="stable")]
+        ids = node_ids[sel]
+        if len(np.unique(ids)) != len(ids):
+            raise UnsupportedModel(f"tree {tid}: duplicate node ids")
+        dense = {int(v): i for i, v in enumerate(ids)}
+        root = dense.get(0)
+        if root is None:
+            raise UnsupportedModel(f"tree {tid}: no node 0")
+        m = len(sel)
+        feature = np.full(m, LEAF, np.int64)
+        threshold = np.zeros(m, np.float32)
+        left = np.full(m, LEAF, np.int64)
+        right = np.full(m, LEAF, np.int64)
+        for j, src in enumerate(sel):
+            mode = modes[src]
+            if mode == "LEAF":
+                continue
+            try:
+                t_child, f_child = dense[int(true_ids[src])], dense[int(false_ids[src])]
+            except KeyError:
+                raise UnsupportedModel(f"tree {tid}: dangling child id") from None
+            th = values[src]
+            if mode == "BRANCH_LEQ":  # x <= th -> true
+                lt, th2, rt = t_child, th, f_child
+            elif mode == "BRANCH_LT":  # x < th  <=> x <= prev(th)
+                lt, th2, rt = t_child, prev_float32(th), f_child
+            elif mode == "BRANCH_GT":  # x > th  -> true  <=> not (x <= th)
+                lt, th2, rt = f_child, th, t_child
+            elif mode == "BRANCH_GTE":  # x >= th <=> not (x <= prev(th))
+                lt, th2, rt = f_child, prev_float32(th), t_child
+            else:
+                raise UnsupportedModel(f"tree {tid}: split mode {mode} is not supported")
+            feature[j], threshold[j], left[j], right[j] = feats[src], th2, lt, rt
+        if root != 0:  # node id 0 must be the root; dense index 0 is the smallest id
+            raise UnsupportedModel(f"tree {tid}: node ids must start at 0")
+        value = np.zeros((m, k), np.float64)
+        entries = np.flatnonzero(c_tree == tid)
+        seen = np.zeros((m, k), bool)
+        for e in entries:
+            j = dense.get(int(c_node[e]))
+            if j is None or feature[j] != LEAF:
+                raise UnsupportedModel(f"tree {tid}: class weight on a non-leaf node")
+            value[j, c_id[e]] += float(c_w[e])
+            seen[j, c_id[e]] = True
+        try:
+            tree = Tree(feature, threshold, left, right, value)
+        except ValueError as e:
+            raise UnsupportedModel(f"tree {tid}: {e}") from None
+        trees.append(tree)
+        has_all |= seen[tree.leaves].all(axis=0)
+    if len(c_tree) and not np.isin(c_tree, np.unique(tree_ids)).all():
+        raise UnsupportedModel("class weights refer to unknown trees")
+    return _TEC(
+        trees=trees,
+        classes=classes,
+        base=base,
+        class_ids_used=np.unique(c_id),
+        all_weights_nonneg=bool(np.all(c_w >= 0)),
+        has_class_on_all_paths=has_all,
+    )
+
+
+def _decision_from_tec(tec: _TEC) -> tuple[list[Tree], np.ndarray, str, float, str]:
+    """Reduce a TreeEnsembleClassifier's label rule to argmax form.
+
+    Returns (trees with K-column values, base[K], kind, margin_scale, rule name).
+    """
+    k = len(tec.classes)
+    if k > 2:
+        if len(tec.base) not in (0, k):
+            raise UnsupportedModel("base_values must be empty or one per class")
+        if len(tec.base) == 0 and not tec.has_class_on_all_paths.all():
+            raise UnsupportedModel("some class has no score on some path (has_score rule)")
+        base = tec.base if len(tec.base) else np.zeros(k)
+        kind = "voting" if tec.all_weights_nonneg and not np.any(base) else "margin"
+        return tec.trees, base, kind, 1.0, "argmax"
+    used = tec.class_ids_used
+    if len(used) <= 1:  # binary_case: one score column
+        if len(tec.base) > 1:
+            raise UnsupportedModel("binary single-column model with two base values")
+        if len(used) == 1 and used[0] == 1 and len(tec.base) == 1:
+            raise UnsupportedModel("binary model scoring class 1 with a base value")
+        col = int(used[0]) if len(used) else 0
+        t = 0.5 if tec.all_weights_nonneg else 0.0
+        b = float(tec.base[0]) if len(tec.base) else 0.0
+        trees = [_single_column(tr, col) for tr in tec.trees]
+        if t == 0.5:  # class scores are probabilities: vote share = 2 (s - 0.5)
+            return trees, np.array([t, b]), "voting", 0.5, "binary_threshold_0.5"
+        return trees, np.array([t, b]), "margin", 1.0, "binary_threshold_0"
+    # both classes named: label positive iff class-1 score > 0 (class-0 scores ignored)
+    if len(tec.base):
+        raise UnsupportedModel("binary model naming both classes with base values")
+    if not tec.has_class_on_all_paths[1]:
+        raise UnsupportedModel("binary model where class 1 lacks a score on some path")
+    if tec.classes.dtype == object or list(tec.classes) != [0, 1]:
+        raise UnsupportedModel("binary model naming both classes needs labels [0, 1]")
+    trees = [_single_column(tr, 1) for tr in tec.trees]
+    return trees, np.zeros(2), "margin", 1.0, "binary_class1_positive"
+
+
+def _single_column(tree: Tree, col: int) -> Tree:
+    value = np.zeros_like(tree.value)
+    value[:, 1] = tree.value[:, col]
+    return Tree(tree.feature, tree.threshold, tree.left, tree.right, value)
+
+
+def _tec_guard(trees: list[Tree], base: np.ndarray) -> float:
+    """Runtime bound on |fl32(S_a - S_b) - (S_a - S_b)| for a float32 tree sum."""
+    mags = sum(float(np.abs(t.value[t.leaves]).max()) for t in trees)
+    per_score = summation_error_bound(len(trees), mags + float(np.abs(base).max()))
+    return 2.0 * per_score
+
+
+# ------------------------------------------------------------------------- recognisers
+
+
+def _producers(model: onnx.ModelProto) -> dict[str, onnx.NodeProto]:
+    return {o: n for n in model.graph.node for o in n.output}
+
+
+def recognise_tree_ensemble_classifier(model: onnx.ModelProto) -> Ensemble:
+    """skl2onnx RandomForest / ExtraTrees / GradientBoosting / DecisionTree classifiers."""
+    nodes = model.graph.node
+    tecs = [n for n in nodes if n.op_type == "TreeEnsembleClassifier"]
+    if len(tecs) != 1:
+        raise _NoMatch("not a single TreeEnsembleClassifier")
+    other = {n.op_type for n in nodes} - {"TreeEnsembleClassifier", "Identity", "ZipMap", "Cast"}
+    if other:
+        raise _NoMatch(f"unexpected ops {sorted(other)}")
+    node = tecs[0]
+    if node.domain != ML_DOMAIN:
+        raise _NoMatch("TreeEnsembleClassifier outside ai.onnx.ml")
+    prod = _producers(model)
+    label = model.graph.output[0].name
+    while prod.get(label) is not None and prod[label].op_type in ("Identity",):
+        label = prod[label].input[0]
+    if prod.get(label) is not node or label != node.output[0]:
+        raise _NoMatch("the label output does not come from the TreeEnsembleClassifier")
+    if node.input[0] != _interface_input(model).name:
+        raise _NoMatch("the tree ensemble does not read the model input directly")
+    tec = parse_tree_ensemble_classifier(node)
+    trees, base, kind, scale, rule = _decision_from_tec(tec)
+    guard = _tec_guard(trees, base)
+    return Ensemble(
+        trees=tuple(trees),
+        weights=np.ones(len(trees)),
+        base=base,
+        classes=tec.classes,
+        n_features=_n_features(model, trees),
+        kind=kind,
+        margin_scale=scale,
+        pattern=f"skl2onnx-tree-ensemble-classifier/{rule}",
+        runtime_guard=guard,
+        origin=("original",) * len(trees),
+    )
+
+
+def _const(model: onnx.ModelProto, name: str) -> np.ndarray:
+    for i in model.graph.initializer:
+        if i.name == name:
+            return numpy_helper.to_array(i)
+    n = _producers(model).get(name)
+    if n is not None and n.op_type in ("Constant", "ConstantOfShape"):
+        for a in n.attribute:
+            if a.type == onnx.AttributeProto.TENSOR:
+                return numpy_helper.to_array(a.t)
+    raise _NoMatch(f"{name!r} is not a constant")
+
+
+def _expect(prod: dict[str, onnx.NodeProto], name: str, op: str) -> onnx.NodeProto:
+    n = prod.get(name)
+    if n is None or n.op_type != op:
+        raise _NoMatch(f"expected {op} producing {name!r}, found {n.op_type if n else 'input'}")
+    return n
+
+
+def _leaf_votes_ort(tec: _TEC, tree: Tree) -> np.ndarray:
+    """Class index that ArgMax picks on the estimator's probability output, per node.
+
+    Emulates what onnxruntime writes to the ``probabilities`` output in float32:
+    multi-class -> the class scores; binary single column -> [1 - s, s] when all
+    weights are >= 0, else [-s, s]; ArgMax takes the first maximum.
+    """
+    k = len(tec.classes)
+    v32 = tree.value.astype(np.float32)
+    if k > 2:
+        if len(tec.base):
+            v32 = v32 + tec.base.astype(np.float32)
+        probs = v32
+    else:
+        if len(tec.class_ids_used) > 1 or len(tec.base):
+            raise _NoMatch("AdaBoost estimator with a two-column binary layout")
+        col = int(tec.class_ids_used[0]) if len(tec.class_ids_used) else 0
+        s = v32[:, col]
+        other = (np.float32(1) - s) if tec.all_weights_nonneg else -s
+        probs = np.stack([other, s], axis=1).astype(np.float32)
+    return np.argmax(probs, axis=1)
+
+
+def recognise_adaboost_samme(model: onnx.ModelProto) -> Ensemble:
+    """skl2onnx AdaBoostClassifier (SAMME): many TreeEnsembleClassifier nodes + vote graph."""
+    prod = _producers(model)
+    label_name = model.graph.output[0].name
+    n = prod.get(label_name)
+    if n is not None and n.op_type == "Cast":
+        n = prod.get(n.input[0])
+    if n is None or n.op_type != "Reshape":
+        raise _NoMatch("label is not Reshape(ArrayFeatureExtractor(classes, ArgMax))")
+    afe = _expect(prod, n.input[0], "ArrayFeatureExtractor")
+    classes = _const(model, afe.input[0]).reshape(-1)
+    am = _expect(prod, afe.input[1], "ArgMax")
+    if _attrs(am).get("axis", 0) != 1 or _attrs(am).get("select_last_index", 0) != 0:
+        raise _NoMatch("final ArgMax must be over axis 1, first index")
+    div = _expect(prod, am.input[0], "Div")
+    exp = _expect(prod, div.input[0], "Exp")
+    # the divisor is a positive per-row normaliser derived from ReduceSum(exp)
+    add = _expect(prod, div.input[1], "Add")
+    resh = _expect(prod, add.input[0], "Reshape")
+    rs = _expect(prod, resh.input[0], "ReduceSum")
+    if rs.input[0] != exp.output[0]:
+        raise _NoMatch("normaliser is not the row sum of the exponentials")
+    mul = _expect(prod, exp.input[0], "Mul")
+    c2 = float(np.asarray(_const(model, mul.input[1])).reshape(-1)[0])
+    div2 = _expect(prod, mul.input[0], "Div")
+    c1 = float(np.asarray(_const(model, div2.input[1])).reshape(-1)[0])
+    if not (c1 > 0 and c2 > 0):
+        raise _NoMatch("vote scaling constants must be positive")
+    sm = prod.get(div2.input[0])
+    terms = list(sm.input) if sm is not None and sm.op_type == "Sum" else [div2.input[0]]
+    k = len(classes)
+    trees: list[Tree] = []
+    weights: list[float] = []
+    sym_values = set()
+    first_tec: _TEC | None = None
+    for term in terms:
+        m = _expect(prod, term, "Mul")
+        w = float(np.asarray(_const(model, m.input[1])).reshape(-1)[0])
+        wh = _expect(prod, m.input[0], "Where")
+        one = np.asarray(_const(model, wh.input[1])).reshape(-1)
+        sym = np.asarray(_const(model, wh.input[2])).reshape(-1)
+        if not np.all(one == 1.0) or len(sym) != 1:
+            raise _NoMatch("Where must select 1 or a symmetric weight")
+        sym_values.add(float(sym[0]))
+        eq = _expect(prod, wh.input[0], "Equal")
+        ind = np.asarray(_const(model, eq.input[1])).reshape(-1)
+        if list(ind) != list(range(k)):
+            raise _NoMatch("class index constant must be 0..K-1")
+        vam = _expect(prod, eq.input[0], "ArgMax")
+        if _attrs(vam).get("axis", 0) != 1 or _attrs(vam).get("select_last_index", 0) != 0:
+            raise _NoMatch("estimator ArgMax must be over axis 1, first index")
+        tnode = _expect(prod, vam.input[0], "TreeEnsembleClassifier")
+        if vam.input[0] != tnode.output[1]:
+            raise _NoMatch("estimator vote must read the probability output")
+        if tnode.input[0] != _interface_input(model).name:
+            raise _NoMatch("estimator does not read the model input directly")
+        tec = parse_tree_ensemble_classifier(tnode)
+        if len(tec.classes) != k or len(tec.trees) != 1:
+            raise _NoMatch("each estimator must be one tree over the same classes")
+        first_tec = first_tec or tec
+        tree = tec.trees[0]
+        votes = _leaf_votes_ort(tec, tree)
+        value = np.zeros((len(tree.feature), k))
+        value[np.arange(len(tree.feature)), votes] = 1.0
+        value[tree.left != LEAF] = 0.0
+        trees.append(Tree(tree.feature, tree.threshold, tree.left, tree.right, value))
+        weights.append(w)
+    if len(sym_values) != 1:
+        raise _NoMatch("estimators disagree on the symmetric weight")
+    sym = sym_values.pop()
+    if not sym < 1.0:
+        raise _NoMatch("symmetric weight must be < 1 for votes to count")
+    wts = np.asarray(weights)
+    if np.any(wts < 0):
+        raise _NoMatch("negative estimator weights are not supported")
+    # runtime guard: float32 products, sum of n terms, two scalings, Exp, and the
+    # final division by a common normaliser (which may create ties): see docs.
+    amp = max(1.0, abs(sym))
+    n = len(trees)
+    g_err = summation_error_bound(n + 2, float(wts.sum()) * amp)  # per class score
+    a_abs = c2 * float(wts.sum()) * amp / c1
+    a_err = 2 * g_err * c2 / c1 + 8 * U32 * a_abs + 64 * U32  # exp argument difference
+    guard = 2.0 * a_err * c1 / c2 / (1.0 - sym)  # back to IR score units
+    return Ensemble(
+        trees=tuple(trees),
+        weights=wts,
+        base=np.zeros(k),
+        classes=classes.astype(np.int64) if classes.dtype.kind in "iu" else classes.astype(object),
+        n_features=_n_features(model, trees),
+        kind="voting",
+        margin_scale=float(wts.sum()) if wts.sum() > 0 else 1.0,
+        pattern="skl2onnx-adaboost-samme",
+        runtime_guard=guard,
+        origin=("original",) * len(trees),
+    )
+
+
+RECOGNISERS: tuple[Callable[[onnx.ModelProto], Ensemble], ...] = (
+    recognise_tree_ensemble_classifier,
+    recognise_adaboost_samme,
+)
+
+__all__ = [
+    "OnnxModelInfo",
+    "UnsupportedModel",
+    "ensemble_from_model",
+    "load_onnx",
+    "read_ensemble",
+    "next_float32",
+]
