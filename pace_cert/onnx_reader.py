@@ -166,13 +166,27 @@ def _attrs(node: onnx.NodeProto) -> dict[str, object]:
     return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
 
-def parse_tree_ensemble_classifier(node: onnx.NodeProto) -> _TEC:
-    """Parse one TreeEnsembleClassifier node into trees (values: one column per class)."""
+def parse_tree_ensemble_classifier(
+    node: onnx.NodeProto, n_targets_classes: np.ndarray | None = None
+) -> _TEC:
+    """Parse one TreeEnsembleClassifier node into trees (values: one column per class).
+
+    With ``n_targets_classes`` the node is a TreeEnsembleRegressor whose targets are
+    the given classes (``target_*`` attributes instead of ``class_*``).
+    """
     a = _attrs(node)
     for key in a:
         if key.endswith("_as_tensor"):
             raise UnsupportedModel(f"double-precision attribute {key} is not supported")
-    if "classlabels_strings" in a and a["classlabels_strings"]:
+    prefix = "class_"
+    if n_targets_classes is not None:
+        if a.get("aggregate_function", b"SUM") not in (b"SUM", "SUM"):
+            raise UnsupportedModel("only SUM aggregation is supported")
+        if int(a.get("n_targets", 0)) != len(n_targets_classes):
+            raise UnsupportedModel("n_targets differs from the number of class labels")
+        classes = n_targets_classes
+        prefix = "target_"
+    elif "classlabels_strings" in a and a["classlabels_strings"]:
         classes = np.array([s.decode() for s in a["classlabels_strings"]], dtype=object)
     elif "classlabels_int64s" in a:
         classes = np.asarray(a["classlabels_int64s"], dtype=np.int64)
@@ -189,10 +203,10 @@ def parse_tree_ensemble_classifier(node: onnx.NodeProto) -> _TEC:
     n = len(tree_ids)
     if n == 0 or any(len(x) != n for x in (node_ids, feats, values, modes, true_ids, false_ids)):
         raise UnsupportedModel("node attribute arrays are empty or of different lengths")
-    c_tree = np.asarray(a.get("class_treeids", []), np.int64)
-    c_node = np.asarray(a.get("class_nodeids", []), np.int64)
-    c_id = np.asarray(a.get("class_ids", []), np.int64)
-    c_w = np.asarray(a.get("class_weights", []), np.float32)
+    c_tree = np.asarray(a.get(prefix + "treeids", []), np.int64)
+    c_node = np.asarray(a.get(prefix + "nodeids", []), np.int64)
+    c_id = np.asarray(a.get(prefix + "ids", []), np.int64)
+    c_w = np.asarray(a.get(prefix + "weights", []), np.float32)
     if not (len(c_tree) == len(c_node) == len(c_id) == len(c_w)):
         raise UnsupportedModel("class attribute arrays have different lengths")
     if len(c_id) and (c_id.min() < 0 or c_id.max() >= k):
@@ -501,9 +515,60 @@ def recognise_adaboost_samme(model: onnx.ModelProto) -> Ensemble:
     )
 
 
+def recognise_pace_cert_argmax(model: onnx.ModelProto) -> Ensemble:
+    """pace-cert's own output: TreeEnsembleRegressor -> ArgMax -> Gather(class labels)."""
+    prod = _producers(model)
+    gather = prod.get(model.graph.output[0].name)
+    if gather is None or gather.op_type != "Gather" or _attrs(gather).get("axis", 0) != 0:
+        raise _NoMatch("label is not Gather(classes, ArgMax(scores))")
+    classes = _const(model, gather.input[0]).reshape(-1)
+    am = _expect(prod, gather.input[1], "ArgMax")
+    at = _attrs(am)
+    if at.get("axis", 0) != 1 or at.get("select_last_index", 0) != 0 or at.get("keepdims", 1):
+        raise _NoMatch("ArgMax must be over axis 1, first index, keepdims=0")
+    reg = _expect(prod, am.input[0], "TreeEnsembleRegressor")
+    if reg.domain != ML_DOMAIN or reg.input[0] != _interface_input(model).name:
+        raise _NoMatch("regressor must read the model input directly")
+    if _attrs(reg).get("post_transform", b"NONE") not in (b"NONE", "NONE"):
+        raise _NoMatch("regressor post_transform must be NONE")
+    if classes.dtype.kind in "iu":
+        classes = classes.astype(np.int64)
+    else:
+        classes = np.array([c.decode() if isinstance(c, bytes) else str(c) for c in classes], object)
+    tec = parse_tree_ensemble_classifier(reg, classes)
+    k = len(classes)
+    if len(tec.base) not in (0, k):
+        raise UnsupportedModel("base_values must be empty or one per class")
+    base = tec.base if len(tec.base) else np.zeros(k)
+    origin = ("original",) * len(tec.trees)
+    props = {p.key: p.value for p in model.metadata_props}
+    if "pace_cert.origin" in props:
+        import json
+
+        try:
+            o = tuple(json.loads(props["pace_cert.origin"]))
+            if len(o) == len(tec.trees) and set(o) <= {"original", "new"}:
+                origin = o
+        except ValueError:
+            pass
+    return Ensemble(
+        trees=tuple(tec.trees),
+        weights=np.ones(len(tec.trees)),
+        base=base,
+        classes=classes,
+        n_features=_n_features(model, tec.trees),
+        kind="margin",
+        margin_scale=1.0,
+        pattern="pace-cert-argmax",
+        runtime_guard=_tec_guard(tec.trees, base),
+        origin=origin,
+    )
+
+
 RECOGNISERS: tuple[Callable[[onnx.ModelProto], Ensemble], ...] = (
     recognise_tree_ensemble_classifier,
     recognise_adaboost_samme,
+    recognise_pace_cert_argmax,
 )
 
 __all__ = [

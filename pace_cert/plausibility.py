@@ -24,6 +24,7 @@ and no scikit-learn objects are needed to evaluate it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -232,9 +233,11 @@ def fit_plausibility(
     if X.ndim != 2 or X.shape[1] < 1:
         raise ValueError(f"X must be 2-D [n_rows, n_features], got shape {X.shape}")
     if X.shape[0] < 2:
-        raise ValueError(f"need at least 2 training rows for the plausibility forest, "
-                         f"got {X.shape[0]}")
-    X32 = X.astype(np.float32)
+        raise ValueError(
+            f"need at least 2 training rows for the plausibility forest, got {X.shape[0]}"
+        )
+    with np.errstate(over="ignore", invalid="ignore"):
+        X32 = X.astype(np.float32)
     if not np.isfinite(X32).all():
         raise ValueError("training data contains NaN or values non-finite in float32")
     if isinstance(n_estimators, bool) or int(n_estimators) != n_estimators or n_estimators < 1:
@@ -397,10 +400,8 @@ def save_artifact(forest: PlausibilityForest, path: str | os.PathLike[str]) -> N
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-        except FileNotFoundError:
-            pass
         raise
 
 

@@ -1,0 +1,96 @@
+"""Training data: CSV with a header row, feature columns in the model's input order and
+a target column holding labels the model knows. Every problem is an InputError (exit 3)
+that names the file, the row and the column."""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .errors import InputError
+
+
+@dataclass(frozen=True)
+class Dataset:
+    X: np.ndarray  # float32 [n, n_features]
+    y: np.ndarray  # class indices into the model's classes, int64 [n]
+    feature_names: list[str]
+
+
+def read_csv(path: str | Path, classes: np.ndarray, n_features: int, target: str = "target") -> Dataset:
+    """Read and validate TRAIN.csv against a model with ``classes`` and ``n_features``."""
+    p = Path(path)
+    try:
+        with open(p, newline="") as f:
+            rows = list(csv.reader(f))
+    except FileNotFoundError:
+        raise InputError(p, "file not found") from None
+    except IsADirectoryError:
+        raise InputError(p, "is a directory, expected a CSV file") from None
+    except UnicodeDecodeError:
+        raise InputError(p, "not a text CSV file") from None
+    except OSError as e:
+        raise InputError(p, f"cannot read file ({e.strerror})") from None
+    except csv.Error as e:
+        raise InputError(p, f"malformed CSV ({e})") from None
+    if not rows:
+        raise InputError(p, "empty file (expected a header row)")
+    header = [h.strip() for h in rows[0]]
+    if target not in header:
+        raise InputError(p, f"no target column {target!r} in the header")
+    t_col = header.index(target)
+    feat_cols = [i for i in range(len(header)) if i != t_col]
+    if len(feat_cols) != n_features:
+        raise InputError(
+            p, f"has {len(feat_cols)} feature columns but the model expects {n_features}"
+        )
+    body = [r for r in rows[1:] if r and any(c.strip() for c in r)]
+    if not body:
+        raise InputError(p, "no data rows")
+    X = np.empty((len(body), n_features), np.float64)
+    labels: list[str] = []
+    for r_i, r in enumerate(body, start=2):
+        if len(r) != len(header):
+            raise InputError(p, f"row {r_i} has {len(r)} columns, the header has {len(header)}")
+        for j, c in enumerate(feat_cols):
+            try:
+                v = float(r[c])
+            except ValueError:
+                raise InputError(
+                    p, f"row {r_i}, column {header[c]!r}: {r[c]!r} is not a number"
+                ) from None
+            if not np.isfinite(v):
+                raise InputError(p, f"row {r_i}, column {header[c]!r}: {r[c]!r} is not finite")
+            X[r_i - 2, j] = v
+        labels.append(r[t_col].strip())
+    X32 = X.astype(np.float32)
+    if not np.isfinite(X32).all():
+        raise InputError(p, "a value overflows float32")
+    y = _label_indices(p, labels, classes)
+    return Dataset(X32, y, [header[c] for c in feat_cols])
+
+
+def _label_indices(p: Path, labels: list[str], classes: np.ndarray) -> np.ndarray:
+    if classes.dtype == object or classes.dtype.kind in "US":
+        lookup = {str(c): i for i, c in enumerate(classes)}
+        keys = labels
+    else:
+        lookup = {int(c): i for i, c in enumerate(classes)}
+        keys = []
+        for lab in labels:
+            try:
+                v = float(lab)
+            except ValueError:
+                raise InputError(p, f"label {lab!r} is not one of the model's classes") from None
+            if not v.is_integer():
+                raise InputError(p, f"label {lab!r} is not one of the model's classes")
+            keys.append(int(v))
+    out = np.empty(len(keys), np.int64)
+    for i, k in enumerate(keys):
+        if k not in lookup:
+            raise InputError(p, f"label {labels[i]!r} (row {i + 2}) is not one of the model's classes")
+        out[i] = lookup[k]
+    return out

@@ -1,0 +1,194 @@
+"""Master problems on HiGHS: the L1 LP (problem R, with duals) and the L0 MILP (problem P).
+
+Both choose learner weights w >= 0 and free per-class offsets beta (beta_0 = 0) so that,
+on every sample x with original label y0 and every other class k,
+
+    sum_t w_t (h_t,y0(x) - h_t,k(x)) + beta_y0 - beta_k >= 1.
+
+The right-hand side 1 is w.l.o.g. (the constraints are homogeneous in (w, beta)). The
+offsets stand for the compressed model's base scores; they are needed because the IR
+writes a binary single-column model as a constant column 0 (its threshold). They are
+free and cost nothing, so the L1 value measures tree weight only.
+
+L0 linking (problem P): w_t <= M u_t with u_t binary and M = kappa * l1 where l1 is the
+optimal L1 value on the same samples (kappa = 10 by default). The homogeneity above
+means a support S is feasible iff some (w, beta) on S meets the margins; bounding w_t by
+M only excludes supports whose margins need a single tree weight above ten times the
+whole L1 weight, i.e. a dynamic range that would also leave the certified margin
+close to float32 rounding. The bound is recorded in the certificate.
+
+The solvers only choose weights; faithfulness is decided by the oracle alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+
+import highspy
+import numpy as np
+
+INF = highspy.kHighsInf
+
+
+@contextlib.contextmanager
+def _quiet_stdout():
+    """HiGHS prints a banner on construction; keep stdout clean for --json."""
+    fd = os.dup(1)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 1)
+            yield
+    finally:
+        os.dup2(fd, 1)
+        os.close(fd)
+
+
+def new_highs(threads: int = 1, seed: int = 0, time_limit: float | None = None) -> highspy.Highs:
+    with _quiet_stdout():
+        h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("random_seed", int(seed))
+    h.setOptionValue("threads", int(max(1, threads)))
+    if time_limit is not None:
+        h.setOptionValue("time_limit", float(max(time_limit, 0.01)))
+    return h
+
+
+def margin_rows(H: np.ndarray, y0: np.ndarray) -> np.ndarray:
+    """Constraint matrix block for learners' leaf values at samples.
+
+    ``H``: float64 [n_samples, n_learners, K] (h_t(x) per class); ``y0``: [n_samples].
+    Returns A: [n_samples * (K-1), n_learners + K-1] with the w-part and beta-part of
+    rows (x, k) for every k != y0(x), in sample-major, class-ascending order.
+    """
+    n, T, K = H.shape
+    rows = []
+    for i in range(n):
+        for k in range(K):
+            if k == y0[i]:
+                continue
+            a = np.zeros(T + K - 1)
+            a[:T] = H[i, :, y0[i]] - H[i, :, k]
+            if y0[i] > 0:
+                a[T + y0[i] - 1] += 1.0
+            if k > 0:
+                a[T + k - 1] -= 1.0
+            rows.append(a)
+    return np.array(rows).reshape(-1, T + K - 1)
+
+
+@dataclass(frozen=True)
+class MasterSolution:
+    weights: np.ndarray  # [n_learners], >= 0
+    offsets: np.ndarray  # [K] with offsets[0] = 0
+    objective: float  # L1: sum of weights; L0: number of nonzero weights
+    duals: np.ndarray | None  # L1 only: one per row, >= 0
+    optimal: bool
+    status: str
+
+
+def solve_l1(A: np.ndarray, n_learners: int, *, threads: int = 1, seed: int = 0) -> MasterSolution:
+    """Problem R: min sum w  s.t.  A [w; beta] >= 1,  w >= 0, beta free."""
+    h = new_highs(threads, seed)
+    n_rows, n_cols = A.shape
+    cost = np.r_[np.ones(n_learners), np.zeros(n_cols - n_learners)]
+    lower = np.r_[np.zeros(n_learners), np.full(n_cols - n_learners, -INF)]
+    upper = np.full(n_cols, INF)
+    _add(h, A, cost, lower, upper)
+    h.run()
+    st = h.getModelStatus()
+    if st != highspy.HighsModelStatus.kOptimal:
+        raise RuntimeError(f"L1 master not optimal: {h.modelStatusToString(st)}")
+    sol = h.getSolution()
+    x = np.asarray(sol.col_value)
+    duals = np.maximum(np.asarray(sol.row_dual), 0.0)
+    return MasterSolution(
+        weights=np.maximum(x[:n_learners], 0.0),
+        offsets=np.r_[0.0, x[n_learners:]],
+        objective=float(h.getInfo().objective_function_value),
+        duals=duals,
+        optimal=True,
+        status="optimal",
+    )
+
+
+def solve_l0(
+    A: np.ndarray,
+    n_learners: int,
+    big_m: float,
+    *,
+    warm: np.ndarray | None = None,
+    threads: int = 1,
+    seed: int = 0,
+    time_limit: float | None = None,
+) -> MasterSolution:
+    """Problem P: min sum u  s.t.  A [w; beta] >= 1,  0 <= w_t <= M u_t,  u binary."""
+    h = new_highs(threads, seed, time_limit)
+    n_rows, n_cols = A.shape
+    T = n_learners
+    nb = n_cols - T
+    # columns: w (T), beta (nb), u (T)
+    cost = np.r_[np.zeros(T + nb), np.ones(T)]
+    lower = np.r_[np.zeros(T), np.full(nb, -INF), np.zeros(T)]
+    upper = np.r_[np.full(T, INF), np.full(nb, INF), np.ones(T)]
+    link = np.zeros((T, n_cols + T))
+    link[np.arange(T), np.arange(T)] = 1.0
+    link[np.arange(T), n_cols + np.arange(T)] = -big_m
+    full = np.vstack([np.hstack([A, np.zeros((n_rows, T))]), link])
+    row_lo = np.r_[np.ones(n_rows), np.full(T, -INF)]
+    row_hi = np.r_[np.full(n_rows, INF), np.zeros(T)]
+    _add(h, full, cost, lower, upper, row_lo, row_hi)
+    idx = np.arange(n_cols, n_cols + T, dtype=np.int32)
+    h.changeColsIntegrality(T, idx, np.array([highspy.HighsVarType.kInteger] * T))
+    h.setOptionValue("mip_rel_gap", 0.0)
+    if warm is not None:
+        sol = highspy.HighsSolution()
+        w = np.minimum(np.asarray(warm[: T + nb], float), np.r_[np.full(T, big_m), np.full(nb, INF)])
+        sol.col_value = list(np.r_[w, (w[:T] > 0).astype(float)])
+        sol.value_valid = True
+        h.setSolution(sol)
+    h.run()
+    st = h.getModelStatus()
+    sol = h.getSolution()
+    if not sol.value_valid:
+        raise RuntimeError(f"L0 master found no solution: {h.modelStatusToString(st)}")
+    x = np.asarray(sol.col_value)
+    u = x[n_cols:]
+    w = np.where(u > 0.5, np.maximum(x[:T], 0.0), 0.0)
+    return MasterSolution(
+        weights=w,
+        offsets=np.r_[0.0, x[T : T + nb]],
+        objective=float(np.sum(u > 0.5)),
+        duals=None,
+        optimal=st == highspy.HighsModelStatus.kOptimal,
+        status=h.modelStatusToString(st),
+    )
+
+
+def _add(h, M, cost, lower, upper, row_lo=None, row_hi=None) -> None:
+    n_rows, n_cols = M.shape
+    h.addCols(
+        n_cols,
+        np.asarray(cost, float),
+        np.asarray(lower, float),
+        np.asarray(upper, float),
+        0,
+        np.zeros(n_cols, np.int32),
+        np.zeros(0, np.int32),
+        np.zeros(0),
+    )
+    if n_rows == 0:
+        return
+    nz_r, nz_c = np.nonzero(M)
+    starts = np.searchsorted(nz_r, np.arange(n_rows)).astype(np.int32)
+    h.addRows(
+        n_rows,
+        np.ones(n_rows) if row_lo is None else np.asarray(row_lo, float),
+        np.full(n_rows, INF) if row_hi is None else np.asarray(row_hi, float),
+        len(nz_c),
+        starts,
+        nz_c.astype(np.int32),
+        M[nz_r, nz_c].astype(float),
+    )

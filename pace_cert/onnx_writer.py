@@ -1,0 +1,149 @@
+"""Write a compressed ensemble as ONNX with an explicit decision rule.
+
+Graph: ``TreeEnsembleRegressor`` (one target per class, SUM, no post transform) →
+``ArgMax`` (axis 1, first maximum) → ``Gather`` from the class-label constant. The
+label rule therefore never depends on TreeEnsembleClassifier's binary quirks. The
+input name and the output names/label type are the original's; the second output (if
+the original had one) carries the raw class scores.
+
+Every value written is the float32 value certified: the IR passed in must already hold
+float32-representable thresholds, leaf values and base scores (checked here).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+from . import __version__
+from .ensemble import LEAF, Ensemble
+from .onnx_reader import OnnxModelInfo
+
+
+def _is_f32(a: np.ndarray) -> bool:
+    return bool(np.all(np.asarray(a, np.float64) == np.asarray(a, np.float32).astype(np.float64)))
+
+
+def ensemble_to_onnx(ens: Ensemble, info: OnnxModelInfo) -> onnx.ModelProto:
+    """Build the ONNX graph for ``ens`` (weights must already be folded to 1)."""
+    if not np.all(ens.weights == 1.0):
+        raise ValueError("fold tree weights into leaf values before writing")
+    if not _is_f32(ens.base):
+        raise ValueError("base scores must be float32 values")
+    k = ens.n_classes
+    nodes: dict[str, list] = {
+        key: []
+        for key in (
+            "nodes_treeids",
+            "nodes_nodeids",
+            "nodes_featureids",
+            "nodes_values",
+            "nodes_modes",
+            "nodes_truenodeids",
+            "nodes_falsenodeids",
+        )
+    }
+    targets: dict[str, list] = {
+        key: [] for key in ("target_treeids", "target_nodeids", "target_ids", "target_weights")
+    }
+    trees = ens.trees
+    if not trees:  # a constant model: one tree that is a single zero leaf
+        nodes["nodes_treeids"].append(0)
+        nodes["nodes_nodeids"].append(0)
+        nodes["nodes_featureids"].append(0)
+        nodes["nodes_values"].append(0.0)
+        nodes["nodes_modes"].append("LEAF")
+        nodes["nodes_truenodeids"].append(0)
+        nodes["nodes_falsenodeids"].append(0)
+    for tid, t in enumerate(trees):
+        leaf = t.left == LEAF
+        if not _is_f32(t.value[leaf]):
+            raise ValueError("leaf values must be float32 values")
+        n = len(t.feature)
+        nodes["nodes_treeids"] += [tid] * n
+        nodes["nodes_nodeids"] += list(range(n))
+        nodes["nodes_featureids"] += [int(f) if f != LEAF else 0 for f in t.feature]
+        nodes["nodes_values"] += [float(v) if not lf else 0.0 for v, lf in zip(t.threshold, leaf)]
+        nodes["nodes_modes"] += ["LEAF" if lf else "BRANCH_LEQ" for lf in leaf]
+        nodes["nodes_truenodeids"] += [int(c) if c != LEAF else 0 for c in t.left]
+        nodes["nodes_falsenodeids"] += [int(c) if c != LEAF else 0 for c in t.right]
+        for node in np.flatnonzero(leaf):
+            for c in range(k):
+                targets["target_treeids"].append(tid)
+                targets["target_nodeids"].append(int(node))
+                targets["target_ids"].append(c)
+                targets["target_weights"].append(float(t.value[node, c]))
+    reg = helper.make_node(
+        "TreeEnsembleRegressor",
+        [info.input_name],
+        ["pace_scores"],
+        domain="ai.onnx.ml",
+        n_targets=k,
+        aggregate_function="SUM",
+        post_transform="NONE",
+        base_values=[float(b) for b in ens.base],
+        **nodes,
+        **targets,
+    )
+    argmax = helper.make_node(
+        "ArgMax", ["pace_scores"], ["pace_index"], axis=1, keepdims=0, select_last_index=0
+    )
+    if info.label_is_string:
+        classes = numpy_helper.from_array(
+            np.array([str(c) for c in ens.classes], dtype=object), "pace_classes"
+        )
+        label_type = TensorProto.STRING
+    else:
+        classes = numpy_helper.from_array(ens.classes.astype(np.int64), "pace_classes")
+        label_type = TensorProto.INT64
+    gather = helper.make_node("Gather", ["pace_classes", "pace_index"], [info.label_name], axis=0)
+    graph_nodes = [reg, argmax, gather]
+    outputs = [helper.make_tensor_value_info(info.label_name, label_type, [None])]
+    if info.scores_name:
+        graph_nodes.append(helper.make_node("Identity", ["pace_scores"], [info.scores_name]))
+        outputs.append(helper.make_tensor_value_info(info.scores_name, TensorProto.FLOAT, [None, k]))
+    graph = helper.make_graph(
+        graph_nodes,
+        "pace_cert_compressed",
+        [helper.make_tensor_value_info(info.input_name, TensorProto.FLOAT, [None, ens.n_features])],
+        outputs,
+        initializer=[classes],
+    )
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)],
+        producer_name="pace-cert",
+        producer_version=__version__,
+    )
+    model.ir_version = 8
+    helper.set_model_props(
+        model,
+        {
+            "pace_cert.decision": "argmax of TreeEnsembleRegressor scores, first index on ties",
+            "pace_cert.origin": json.dumps(list(ens.origin or ("original",) * len(trees))),
+        },
+    )
+    onnx.checker.check_model(model)
+    return model
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write bytes to ``path`` via a unique temp file in the same directory + rename."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,330 @@
+"""Separation oracle on OR-Tools CP-SAT (paper §4, constraint-based).
+
+For an ordered label pair (y0, y) the oracle searches a float32 input x with
+
+    original:     S_y0(x) - S_k(x) > c_o           for every k != y0   (confidence region)
+    plausibility: A(x) >= delta_abs                                     (if delta > 0)
+    compressed:   S'_y(x) - S'_y0(x) >= -E_req                           (separation)
+
+Model: per feature, order literals ``x_i > theta_j``; per tree, one boolean per leaf,
+ExactlyOne, and ``z_leaf => path literals``. Trees with identical structure share
+their leaf booleans (a pruned model reuses the original's). Every real condition is
+scaled by :mod:`pace_cert.scaling` into a *superset* integer condition; a point that
+satisfies the integer model but not the real region (possible only within the rounding
+slack) is checked with exact rationals and excluded by a nogood on its leaves, and the
+search continues. A pair is proved only on status INFEASIBLE; a time limit gives
+UNKNOWN.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from .domain import FeatureDomain
+from .ensemble import Ensemble, Tree
+from .scaling import ScaledCondition, scale_condition
+
+MAX_SPURIOUS = 50  # nogoods per pair and call before the pair is declared UNKNOWN
+
+
+@dataclass(frozen=True)
+class ScoreModel:
+    """Affine class scores over trees: S_k(x) = base_k + sum_j tables_j[leaf_j(x), k]."""
+
+    trees: tuple[Tree, ...]
+    tables: tuple[np.ndarray, ...]  # float64 [n_nodes, K]
+    base: np.ndarray  # float64 [K]
+
+    @classmethod
+    def from_ensemble(cls, ens: Ensemble) -> ScoreModel:
+        tables = tuple(w * t.value for w, t in zip(ens.weights, ens.trees))
+        return cls(ens.trees, tables, ens.base.astype(np.float64))
+
+    def exact_scores(self, leaves: list[int]) -> list[Fraction]:
+        """Exact rational class scores given the leaf reached in each tree."""
+        k = len(self.base)
+        out = []
+        for c in range(k):
+            s = Fraction(float(self.base[c]))
+            for tab, leaf in zip(self.tables, leaves):
+                s += Fraction(float(tab[leaf, c]))
+            out.append(s)
+        return out
+
+
+@dataclass(frozen=True)
+class RegionSpec:
+    """The searched region: original margin > ``margin`` (score units) and A >= delta_abs."""
+
+    margin: float
+    plausibility: ScoreModel | None = None
+    delta_abs: float | None = None
+
+
+@dataclass
+class PairResult:
+    """Outcome of one separation problem."""
+
+    y0: int
+    y: int
+    status: str  # INFEASIBLE | FEASIBLE | UNKNOWN
+    point: np.ndarray | None = None
+    seconds: float = 0.0
+    conflicts: int = 0
+    branches: int = 0
+    spurious: int = 0
+    scale_exp: int = 0
+    error_bound: float = 0.0  # E_cp of the separation condition, score units
+    region_error_bound: float = 0.0
+
+
+@dataclass
+class _Slot:
+    tree: Tree
+    leaves: np.ndarray
+    var_index: np.ndarray  # proto index of each leaf boolean
+
+
+@dataclass
+class OracleStats:
+    solves: int = 0
+    seconds: float = 0.0
+    history: list[PairResult] = field(default_factory=list)
+
+
+def _tree_key(t: Tree) -> bytes:
+    return b"|".join(a.tobytes() for a in (t.feature, t.threshold, t.left, t.right))
+
+
+class SeparationOracle:
+    """Holds one CP-SAT base model (domain + every registered tree) and solves pairs on
+    clones of it, so adding a learner adds its leaves instead of rebuilding."""
+
+    def __init__(
+        self,
+        domain: FeatureDomain,
+        original: ScoreModel,
+        region: RegionSpec,
+        *,
+        seed: int = 0,
+    ) -> None:
+        self.domain = domain
+        self.original = original
+        self.region = region
+        self.seed = seed
+        self.model = cp_model.CpModel()
+        self._slots: list[_Slot] = []
+        self._by_key: dict[bytes, int] = {}
+        self._order = self._build_features()
+        self._orig_slots = [self.register(t) for t in original.trees]
+        self._plaus_slots = (
+            [self.register(t) for t in region.plausibility.trees] if region.plausibility else []
+        )
+        k = len(original.base)
+        self._region_conds = {y0: self._region_conditions(y0) for y0 in range(k)}
+        self.stats = OracleStats()
+
+    # ------------------------------------------------------------------ model building
+    def _build_features(self) -> list[list[cp_model.IntVar]]:
+        order = []
+        for i in range(self.domain.n_features):
+            th = self.domain.thresholds[i]
+            lits = [self.model.new_bool_var(f"x{i}>{float(t)!r}") for t in th]
+            for a, b in zip(lits[1:], lits[:-1]):
+                self.model.add_implication(a, b)
+            allowed = self.domain.allowed(i)
+            m = len(th)
+            for kcell in np.flatnonzero(~allowed):
+                clause = []
+                if kcell > 0:
+                    clause.append(lits[kcell - 1].Not())
+                if kcell < m:
+                    clause.append(lits[kcell])
+                self.model.add_bool_or(clause)
+            order.append(lits)
+        return order
+
+    def register(self, tree: Tree) -> int:
+        """Add a tree's leaf booleans (shared with any identical tree); return its slot."""
+        key = _tree_key(tree)
+        if key in self._by_key:
+            return self._by_key[key]
+        leaves = tree.leaves
+        zs = [self.model.new_bool_var(f"t{len(self._slots)}l{leaf}") for leaf in leaves]
+        self.model.add_exactly_one(zs)
+        paths = tree.paths()
+        for z, leaf in zip(zs, leaves):
+            lits = []
+            for f, th, goes_left in paths[int(leaf)]:
+                ths = self.domain.thresholds[f]
+                j = int(np.searchsorted(ths, np.float32(th)))
+                if j >= len(ths) or ths[j] != np.float32(th):
+                    raise ValueError("tree threshold missing from the feature domain")
+                lit = self._order[f][j]
+                lits.append(lit.Not() if goes_left else lit)
+            if lits:
+                self.model.add_bool_and(lits).only_enforce_if(z)
+        slot = len(self._slots)
+        self._slots.append(_Slot(tree, leaves, np.array([z.index for z in zs])))
+        self._by_key[key] = slot
+        return slot
+
+    def _region_conditions(self, y0: int) -> list[tuple[list[int], ScaledCondition]]:
+        """Integer supersets of the original-margin and plausibility conditions for y0."""
+        orig = self.original
+        conds = []
+        for kcls in range(len(orig.base)):
+            if kcls == y0:
+                continue
+            alphas = [
+                tab[s.leaves, y0] - tab[s.leaves, kcls]
+                for tab, s in zip(orig.tables, (self._slots[i] for i in self._orig_slots))
+            ]
+            c = Fraction(self.region.margin) - (
+                Fraction(float(orig.base[y0])) - Fraction(float(orig.base[kcls]))
+            )
+            conds.append((self._orig_slots, scale_condition(alphas, c, strict=True)))
+        if self.region.plausibility is not None and self.region.delta_abs is not None:
+            pl = self.region.plausibility
+            alphas = [
+                tab[self._slots[i].leaves, 0] for tab, i in zip(pl.tables, self._plaus_slots)
+            ]
+            c = Fraction(self.region.delta_abs) - Fraction(float(pl.base[0]))
+            conds.append((self._plaus_slots, scale_condition(alphas, c, strict=False)))
+        return conds
+
+    def _post(self, m: cp_model.CpModel, slots: list[int], cond: ScaledCondition) -> None:
+        idx: list[int] = []
+        coefs: list[int] = []
+        rhs = cond.rhs
+        for slot, a in zip(slots, cond.coefs):
+            lo = int(a.min()) if a.size else 0
+            rhs -= lo  # exactly one leaf per tree: shift to non-negative coefficients
+            nz = np.flatnonzero(a != lo)
+            idx.extend(int(v) for v in self._slots[slot].var_index[nz])
+            coefs.extend(int(v) for v in (a[nz] - lo))
+        if not idx:
+            if rhs > 0:
+                m.add_bool_or([])  # the condition is false everywhere
+            return
+        vars_ = [m.get_bool_var_from_proto_index(i) for i in idx]
+        m.add(cp_model.LinearExpr.weighted_sum(vars_, coefs) >= rhs)
+
+    # ------------------------------------------------------------------------ solving
+    def separate(
+        self,
+        compressed: ScoreModel,
+        e_req: float,
+        pairs: list[tuple[int, int]] | None = None,
+        *,
+        threads: int = 1,
+        time_limit: float | None = None,
+    ) -> list[PairResult]:
+        """Solve every ordered pair (in parallel as ``threads`` allows)."""
+        comp_slots = [self.register(t) for t in compressed.trees]
+        k = len(self.original.base)
+        if pairs is None:
+            pairs = [(a, b) for a in range(k) for b in range(k) if a != b]
+        workers = max(1, threads // max(1, len(pairs)))
+        args = [(y0, y, compressed, comp_slots, e_req, workers, time_limit) for y0, y in pairs]
+        if threads > 1 and len(pairs) > 1:
+            with ThreadPoolExecutor(max_workers=min(threads, len(pairs))) as ex:
+                results = list(ex.map(lambda a: self._solve_pair(*a), args))
+        else:
+            results = [self._solve_pair(*a) for a in args]
+        self.stats.solves += len(results)
+        self.stats.seconds += sum(r.seconds for r in results)
+        return results
+
+    def _solve_pair(
+        self,
+        y0: int,
+        y: int,
+        comp: ScoreModel,
+        comp_slots: list[int],
+        e_req: float,
+        workers: int,
+        time_limit: float | None,
+    ) -> PairResult:
+        t0 = time.perf_counter()
+        m = self.model.clone()
+        region_err = 0.0
+        for slots, cond in self._region_conds[y0]:
+            self._post(m, slots, cond)
+            region_err = max(region_err, cond.error_bound)
+        alphas = [
+            tab[self._slots[s].leaves, y] - tab[self._slots[s].leaves, y0]
+            for tab, s in zip(comp.tables, comp_slots)
+        ]
+        c = Fraction(-e_req) - (Fraction(float(comp.base[y])) - Fraction(float(comp.base[y0])))
+        sep = scale_condition(alphas, c, strict=False)
+        self._post(m, comp_slots, sep)
+        res = PairResult(y0, y, "UNKNOWN", scale_exp=sep.scale_exp, error_bound=sep.error_bound)
+        res.region_error_bound = region_err
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = workers
+        solver.parameters.random_seed = self.seed
+        for _ in range(MAX_SPURIOUS + 1):
+            if time_limit is not None:
+                left = time_limit - (time.perf_counter() - t0)
+                if left <= 0:
+                    break
+                solver.parameters.max_time_in_seconds = left
+            status = solver.solve(m)
+            res.conflicts += int(solver.num_conflicts)
+            res.branches += int(solver.num_branches)
+            if status == cp_model.INFEASIBLE:
+                res.status = "INFEASIBLE"
+                break
+            if status not in (cp_model.FEASIBLE, cp_model.OPTIMAL):
+                break  # UNKNOWN (time limit) or MODEL_INVALID: never a proof
+            x = self._point(solver)
+            leaves = [int(t.apply(x[None, :])[0]) for t in (s.tree for s in self._slots)]
+            self._check_leaves(solver, leaves)
+            if self._in_region(y0, leaves):
+                res.status, res.point = "FEASIBLE", x
+                break
+            res.spurious += 1  # inside the rounding slack only: exclude its leaves, go on
+            m.add_bool_or(
+                [
+                    m.get_bool_var_from_proto_index(
+                        int(self._slots[s].var_index[np.searchsorted(self._slots[s].leaves, leaves[s])])
+                    ).Not()
+                    for s in [*self._orig_slots, *self._plaus_slots]
+                ]
+            )
+        res.seconds = time.perf_counter() - t0
+        return res
+
+    def _point(self, solver: cp_model.CpSolver) -> np.ndarray:
+        cells = np.array(
+            [sum(int(solver.boolean_value(lit)) for lit in lits) for lits in self._order], np.int64
+        )
+        return self.domain.representative(cells)
+
+    def _check_leaves(self, solver: cp_model.CpSolver, leaves: list[int]) -> None:
+        for s, leaf in zip(self._slots, leaves):
+            j = int(np.searchsorted(s.leaves, leaf))
+            var = self.model.get_bool_var_from_proto_index(int(s.var_index[j]))
+            if not solver.boolean_value(var):
+                raise AssertionError("CP-SAT leaf assignment disagrees with the representative")
+
+    def _in_region(self, y0: int, leaves: list[int]) -> bool:
+        """Exact (rational) membership of the point's leaves in the stated region."""
+        orig_leaves = [leaves[s] for s in self._orig_slots]
+        sc = self.original.exact_scores(orig_leaves)
+        margin = Fraction(self.region.margin)
+        if any(sc[y0] - sc[k] <= margin for k in range(len(sc)) if k != y0):
+            return False
+        pl = self.region.plausibility
+        if pl is not None and self.region.delta_abs is not None:
+            a = pl.exact_scores([leaves[s] for s in self._plaus_slots])[0]
+            if a < Fraction(self.region.delta_abs):
+                return False
+        return True

@@ -1,0 +1,383 @@
+"""The PACE driver (paper Figure 1): L1 + separation, price learners, L0 + separation.
+
+Data flow: samples X^o → master (HiGHS) chooses weights → the candidate is folded to
+the exact float32 model that will be written → the oracle (CP-SAT) searches every
+label pair for a separating sample → samples are added and the master re-solved, until
+every pair is proved INFEASIBLE. ``mode``:
+
+* ``prune``: L1 loop on the original trees, then L0 loop on the same trees;
+* ``generate``: L1 loop with column generation (pricing), the L1 support is the result;
+* ``pace``: generation, then the L0 loop on the enriched ensemble.
+
+Under a time limit the best ensemble whose certificate is complete is returned; an
+uncertified candidate is never presented as certified.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import numpy as np
+
+from . import master
+from .domain import FeatureDomain, build_domain, infer_binary
+from .ensemble import Ensemble, Tree, summation_error_bound
+from .oracle import PairResult, RegionSpec, ScoreModel, SeparationOracle
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class CompressConfig:
+    """User-facing knobs (CLI flags) plus solver settings with sensible defaults."""
+
+    mode: str = "prune"
+    eta: float = 0.0
+    delta: float = 0.0
+    time_limit: float | None = None
+    threads: int = 2
+    seed: int = 0
+    binary: str = "infer"  # infer | none
+    bounds: str = "none"  # none | data
+    iforest_estimators: int = 100
+    iforest_max_samples: int | str = "auto"
+    weight_tol: float = 1e-7  # relative to the largest weight; smaller weights are dropped
+    kappa: float = 10.0  # L0 big-M = kappa * (L1 value)
+    l0_time_limit: float = 120.0
+    max_rounds: int = 500
+    max_learners: int = 200  # generated learners cap (pace / generate)
+    pricing_candidates: int = 8
+
+
+@dataclass
+class HistoryEntry:
+    phase: str
+    iteration: int
+    y0: int
+    y: int
+    point: np.ndarray
+    original_label: int
+    compressed_label: int
+
+
+@dataclass
+class PhaseResult:
+    model: Ensemble | None
+    proof: list[PairResult]
+    rounds: int
+    certified: bool
+    objective: float | None = None
+    optimal: bool = True
+
+
+@dataclass
+class CompressResult:
+    original: Ensemble
+    compressed: Ensemble
+    certified: bool
+    status: str  # certified | inconclusive
+    proof: list[PairResult]
+    history: list[HistoryEntry]
+    domain: FeatureDomain
+    region: RegionSpec
+    l1_values: list[float]
+    reduced_costs: list[float]
+    pricing: str  # none | exact | heuristic
+    generation_stop: str
+    samples_kept: int
+    samples_dropped: int
+    e_req: float
+    big_m: float | None
+    l0_optimal: bool | None
+    seconds: float
+    plausibility: object | None = None
+    phases: dict = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------- pure helpers
+
+
+def fold(learners: list[Tree], weights: np.ndarray, offsets: np.ndarray, base_classes,
+         origin: list[str], n_features: int, tol: float) -> Ensemble:
+    """The exact float32 model to certify and write: w_t folded into leaf values.
+
+    Weights below ``tol * max(w)`` are dropped *before* the proof.
+    """
+    wmax = float(weights.max()) if len(weights) else 0.0
+    keep = [t for t in range(len(learners)) if weights[t] > tol * wmax and weights[t] > 0]
+    trees = []
+    for t in keep:
+        tr = learners[t]
+        v = (weights[t] * tr.value).astype(np.float32).astype(np.float64)
+        v[tr.left != -1] = 0.0
+        trees.append(Tree(tr.feature, tr.threshold, tr.left, tr.right, v))
+    base = np.asarray(offsets, np.float32).astype(np.float64)
+    return Ensemble(
+        trees=tuple(trees),
+        weights=np.ones(len(trees)),
+        base=base,
+        classes=base_classes,
+        n_features=n_features,
+        kind="margin",
+        margin_scale=1.0,
+        pattern="pace-cert-argmax",
+        runtime_guard=runtime_guard(trees, base),
+        origin=tuple(origin[t] for t in keep),
+    )
+
+
+def runtime_guard(trees: list[Tree] | tuple[Tree, ...], base: np.ndarray) -> float:
+    """Bound on onnxruntime's float32 error of S'_a - S'_b for a TreeEnsembleRegressor."""
+    mags = sum(float(np.abs(t.value[t.leaves]).max()) for t in trees)
+    return 2.0 * summation_error_bound(len(trees), mags + float(np.abs(base).max()))
+
+
+def required_margin(model: Ensemble) -> float:
+    """E_req: the compressed model must beat every other class by more than this.
+
+    It covers onnxruntime's float32 accumulation error of the score difference, so a
+    strict exact margin > E_req makes ArgMax return y0 whatever the summation order.
+    """
+    return max(model.runtime_guard, 1e-30)
+
+
+def region_margin(original: Ensemble, eta: float) -> float:
+    """c_o in score units: max(eta * sigma, the original's runtime guard)."""
+    return max(eta * original.margin_scale, original.runtime_guard)
+
+
+def in_margin_region(original: Ensemble, X: np.ndarray, c_o: float) -> np.ndarray:
+    """Rows whose original margin is > c_o, decided exactly for borderline rows."""
+    S = original.scores(X)
+    y0 = np.argmax(S, axis=1)
+    other = S.copy()
+    other[np.arange(len(X)), y0] = -np.inf
+    m = S[np.arange(len(X)), y0] - other.max(axis=1)
+    slack = 1e-9 * (np.abs(S).max(axis=1) + 1.0) + 1e-12
+    keep = m > c_o + slack
+    borderline = np.flatnonzero((m > c_o - slack) & ~keep)
+    if len(borderline):
+        sm = ScoreModel.from_ensemble(original)
+        leaves = original.apply(X[borderline])
+        for r, lv in zip(borderline, leaves):
+            sc = sm.exact_scores(list(lv))
+            j = int(np.argmax([float(s) for s in sc]))
+            keep[r] = all(sc[j] - sc[k] > Fraction(c_o) for k in range(len(sc)) if k != j)
+            y0[r] = j
+    return keep
+
+
+def leaf_values(learners: list[Tree], X: np.ndarray) -> np.ndarray:
+    """H[i, t, k] = h_t,k(x_i) for float32 rows X."""
+    K = learners[0].value.shape[1] if learners else 0
+    H = np.zeros((len(X), len(learners), K))
+    for t, tr in enumerate(learners):
+        H[:, t, :] = tr.value[tr.apply(X)]
+    return H
+
+
+# ------------------------------------------------------------------------ the driver
+
+
+class Pace:
+    """One compression run. Holds the sample set, learners, the oracle and the log."""
+
+    def __init__(self, original: Ensemble, X: np.ndarray, cfg: CompressConfig,
+                 progress: Progress | None = None) -> None:
+        self.t0 = time.perf_counter()
+        self.cfg = cfg
+        self.original = original
+        self.say = progress or (lambda _m: None)
+        self.deadline = None if cfg.time_limit is None else self.t0 + cfg.time_limit
+        X = np.asarray(X, np.float32)
+        self.plausibility = None
+        if cfg.delta > 0:
+            from .plausibility import fit_plausibility
+
+            self.plausibility = fit_plausibility(
+                X, cfg.delta, cfg.iforest_estimators, cfg.iforest_max_samples, cfg.seed
+            )
+        pl_model = None
+        if self.plausibility is not None:
+            pl_model = ScoreModel(
+                self.plausibility.trees,
+                tuple(t.value for t in self.plausibility.trees),
+                np.zeros(1),
+            )
+        binary = infer_binary(X) if cfg.binary == "infer" else None
+        lower = X.min(axis=0) if cfg.bounds == "data" else None
+        upper = X.max(axis=0) if cfg.bounds == "data" else None
+        trees = list(original.trees) + (list(self.plausibility.trees) if self.plausibility else [])
+        self.domain = build_domain(trees, original.n_features, binary, lower, upper)
+        self.region = RegionSpec(
+            margin=region_margin(original, cfg.eta),
+            plausibility=pl_model,
+            delta_abs=None if self.plausibility is None else self.plausibility.delta_abs,
+        )
+        self.oracle = SeparationOracle(
+            self.domain, ScoreModel.from_ensemble(original), self.region, seed=cfg.seed
+        )
+        # initial samples: training rows inside the region (domain, margin, plausibility)
+        inside = self.domain.contains(X) & in_margin_region(original, X, self.region.margin)
+        if self.plausibility is not None:
+            from .plausibility import in_region
+
+            inside &= in_region(self.plausibility, X)
+        self.samples_dropped = int((~inside).sum())
+        Xin = X[inside]
+        cells = self.domain.cell_index(Xin)
+        _, first = np.unique(cells, axis=0, return_index=True)
+        first = np.sort(first)
+        reps = np.array([self.domain.representative(c) for c in cells[first]], np.float32)
+        self.samples_kept = int(inside.sum())
+        self.X = reps.reshape(-1, original.n_features)
+        self.y0 = original.predict_index(self.X) if len(self.X) else np.zeros(0, np.int64)
+        self._cells = {tuple(c) for c in cells[first]}
+        self.learners: list[Tree] = list(original.trees)
+        self.origin: list[str] = ["original"] * len(self.learners)
+        self.history: list[HistoryEntry] = []
+        self.l1_values: list[float] = []
+        self.reduced_costs: list[float] = []
+
+    # ---------------------------------------------------------------- utilities
+    def remaining(self) -> float | None:
+        if self.deadline is None:
+            return None
+        return self.deadline - time.perf_counter()
+
+    def add_sample(self, x: np.ndarray) -> bool:
+        c = tuple(self.domain.cell_index(x[None, :])[0])
+        if c in self._cells:
+            return False
+        self._cells.add(c)
+        self.X = np.vstack([self.X, x[None, :]])
+        self.y0 = np.r_[self.y0, self.original.predict_index(x[None, :])]
+        return True
+
+    def matrix(self, learners: list[Tree]) -> np.ndarray:
+        H = leaf_values(learners, self.X) if len(self.X) else np.zeros(
+            (0, len(learners), self.original.n_classes)
+        )
+        return master.margin_rows(H, self.y0)
+
+    def candidate(self, sol: master.MasterSolution, learners: list[Tree]) -> Ensemble:
+        return fold(learners, sol.weights, sol.offsets, self.original.classes, self.origin,
+                    self.original.n_features, self.cfg.weight_tol)
+
+    # ---------------------------------------------------------------- one phase
+    def faithful_loop(self, phase: str, solve: Callable[[np.ndarray], master.MasterSolution],
+                      learners: list[Tree]) -> PhaseResult:
+        """Solve, separate, add samples, repeat until every pair is proved."""
+        for it in range(1, self.cfg.max_rounds + 1):
+            sol = solve(self.matrix(learners))
+            cand = self.candidate(sol, learners)
+            left = self.remaining()
+            if left is not None and left <= 0:
+                return PhaseResult(None, [], it, False)
+            results = self.oracle.separate(
+                ScoreModel.from_ensemble(cand), required_margin(cand),
+                threads=self.cfg.threads, time_limit=left,
+            )
+            found = [r for r in results if r.status == "FEASIBLE"]
+            proved = sum(r.status == "INFEASIBLE" for r in results)
+            self.say(
+                f"[{phase}] round {it}: {cand.n_trees} trees, objective {sol.objective:.6g}, "
+                f"pairs proved {proved}/{len(results)}, samples {len(self.X)}"
+            )
+            if not found:
+                certified = proved == len(results)
+                return PhaseResult(cand if certified else None, results, it, certified,
+                                   sol.objective, sol.optimal)
+            for r in found:
+                x = r.point
+                self.history.append(HistoryEntry(
+                    phase, it, r.y0, r.y, x,
+                    int(self.original.predict_index(x[None, :])[0]),
+                    int(cand.predict_index(x[None, :])[0]),
+                ))
+                self.add_sample(x)
+        return PhaseResult(None, [], self.cfg.max_rounds, False)
+
+    def l1_phase(self, learners: list[Tree]) -> tuple[PhaseResult, master.MasterSolution | None]:
+        last: dict[str, master.MasterSolution] = {}
+
+        def solve(A: np.ndarray) -> master.MasterSolution:
+            s = master.solve_l1(A, len(learners), threads=1, seed=self.cfg.seed)
+            last["sol"] = s
+            return s
+
+        res = self.faithful_loop("l1", solve, learners)
+        if res.certified:
+            self.l1_values.append(res.objective or 0.0)
+        return res, last.get("sol")
+
+    def l0_phase(self, learners: list[Tree], l1_value: float, warm: np.ndarray | None) -> PhaseResult:
+        big_m = self.cfg.kappa * max(l1_value, 1e-9)
+        self.big_m = big_m
+
+        def solve(A: np.ndarray) -> master.MasterSolution:
+            left = self.remaining()
+            tl = self.cfg.l0_time_limit if left is None else min(self.cfg.l0_time_limit, max(left, 1))
+            return master.solve_l0(A, len(learners), big_m, warm=warm, threads=1,
+                                   seed=self.cfg.seed, time_limit=tl)
+
+        return self.faithful_loop("l0", solve, learners)
+
+    # ---------------------------------------------------------------- modes
+    def run(self) -> CompressResult:
+        cfg = self.cfg
+        self.big_m = None
+        pricing, stop = "none", "not run"
+        self.say(
+            f"original: {self.original.n_trees} trees, {self.original.n_classes} classes; "
+            f"{len(self.X)} distinct samples in the region ({self.samples_dropped} rows dropped)"
+        )
+        best: PhaseResult | None = None
+        l1, l1_sol = self.l1_phase(self.learners)
+        if l1.certified:
+            best = l1
+        if cfg.mode in ("pace", "generate") and l1.certified:
+            from .pricing import generate
+
+            l1, l1_sol, pricing, stop = generate(self, l1, l1_sol)
+            if l1.certified:
+                best = l1
+        l0_optimal = None
+        if cfg.mode in ("prune", "pace") and best is not None and l1_sol is not None:
+            warm = np.r_[l1_sol.weights, l1_sol.offsets[1:]]
+            l0 = self.l0_phase(self.learners, l1_sol.objective, warm)
+            l0_optimal = l0.optimal
+            if l0.certified and (best.model is None or l0.model.n_trees <= best.model.n_trees):
+                best = l0
+        certified = best is not None and best.model is not None
+        model = best.model if certified else self.original
+        return CompressResult(
+            original=self.original,
+            compressed=model,
+            certified=certified,
+            status="certified" if certified else "inconclusive",
+            proof=best.proof if certified else [],
+            history=self.history,
+            domain=self.domain,
+            region=self.region,
+            l1_values=self.l1_values,
+            reduced_costs=self.reduced_costs,
+            pricing=pricing,
+            generation_stop=stop,
+            samples_kept=self.samples_kept,
+            samples_dropped=self.samples_dropped,
+            e_req=required_margin(model) if certified else 0.0,
+            big_m=self.big_m,
+            l0_optimal=l0_optimal,
+            seconds=time.perf_counter() - self.t0,
+            plausibility=self.plausibility,
+        )
+
+
+def compress(original: Ensemble, X: np.ndarray, cfg: CompressConfig,
+             progress: Progress | None = None) -> CompressResult:
+    """Run PACE in ``cfg.mode`` on ``original`` with training rows ``X`` (float32)."""
+    return Pace(original, X, cfg, progress).run()
