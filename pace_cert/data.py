@@ -20,7 +20,9 @@ class Dataset:
     feature_names: list[str]
 
 
-def read_csv(path: str | Path, classes: np.ndarray, n_features: int, target: str = "target") -> Dataset:
+def read_csv(
+    path: str | Path, classes: np.ndarray, n_features: int, target: str = "target"
+) -> Dataset:
     """Read and validate TRAIN.csv against a model with ``classes`` and ``n_features``."""
     p = Path(path)
     try:
@@ -91,6 +93,8 @@ def _label_indices(p: Path, labels: list[str], classes: np.ndarray) -> np.ndarra
     out = np.empty(len(keys), np.int64)
     for i, k in enumerate(keys):
         if k not in lookup:
-            raise InputError(p, f"label {labels[i]!r} (row {i + 2}) is not one of the model's classes")
+            raise InputError(
+                p, f"label {labels[i]!r} (row {i + 2}) is not one of the model's classes"
+            )
         out[i] = lookup[k]
     return out

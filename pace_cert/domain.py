@@ -68,7 +68,7 @@ class FeatureDomain:
         if self.binary.any():
             ok &= np.all((X[:, self.binary] == 0) | (X[:, self.binary] == 1), axis=1)
         if self.lower is not None and self.upper is not None:
-            ok &= np.all((X >= self.lower) & (X <= self.upper), axis=1)
+            ok &= np.all((self.lower <= X) & (self.upper >= X), axis=1)
         return ok
 
     def describe(self) -> dict:

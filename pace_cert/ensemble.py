@@ -110,8 +110,8 @@ class Tree:
                 out[i] = conds
                 continue
             f, th = int(self.feature[i]), float(self.threshold[i])
-            stack.append((int(self.left[i]), conds + [(f, th, True)]))
-            stack.append((int(self.right[i]), conds + [(f, th, False)]))
+            stack.append((int(self.left[i]), [*conds, (f, th, True)]))
+            stack.append((int(self.right[i]), [*conds, (f, th, False)]))
         return out
 
 
@@ -175,8 +175,10 @@ class Ensemble:
 
     def apply(self, X: np.ndarray) -> np.ndarray:
         """Leaf index per tree for each row: int64 [n, n_trees]."""
-        return np.stack([t.apply(X) for t in self.trees], axis=1) if self.trees else np.zeros(
-            (len(X), 0), np.int64
+        return (
+            np.stack([t.apply(X) for t in self.trees], axis=1)
+            if self.trees
+            else np.zeros((len(X), 0), np.int64)
         )
 
     def scores(self, X: np.ndarray) -> np.ndarray:

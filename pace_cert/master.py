@@ -92,7 +92,7 @@ class MasterSolution:
 def solve_l1(A: np.ndarray, n_learners: int, *, threads: int = 1, seed: int = 0) -> MasterSolution:
     """Problem R: min sum w  s.t.  A [w; beta] >= 1,  w >= 0, beta free."""
     h = new_highs(threads, seed)
-    n_rows, n_cols = A.shape
+    _n_rows, n_cols = A.shape
     cost = np.r_[np.ones(n_learners), np.zeros(n_cols - n_learners)]
     lower = np.r_[np.zeros(n_learners), np.full(n_cols - n_learners, -INF)]
     upper = np.full(n_cols, INF)
@@ -145,7 +145,9 @@ def solve_l0(
     h.setOptionValue("mip_rel_gap", 0.0)
     if warm is not None:
         sol = highspy.HighsSolution()
-        w = np.minimum(np.asarray(warm[: T + nb], float), np.r_[np.full(T, big_m), np.full(nb, INF)])
+        w = np.minimum(
+            np.asarray(warm[: T + nb], float), np.r_[np.full(T, big_m), np.full(nb, INF)]
+        )
         sol.col_value = list(np.r_[w, (w[:T] > 0).astype(float)])
         sol.value_valid = True
         h.setSolution(sol)

@@ -186,7 +186,7 @@ def parse_tree_ensemble_classifier(
             raise UnsupportedModel("n_targets differs from the number of class labels")
         classes = n_targets_classes
         prefix = "target_"
-    elif "classlabels_strings" in a and a["classlabels_strings"]:
+    elif a.get("classlabels_strings"):
         classes = np.array([s.decode() for s in a["classlabels_strings"]], dtype=object)
     elif "classlabels_int64s" in a:
         classes = np.asarray(a["classlabels_int64s"], dtype=np.int64)
@@ -534,7 +534,9 @@ def recognise_pace_cert_argmax(model: onnx.ModelProto) -> Ensemble:
     if classes.dtype.kind in "iu":
         classes = classes.astype(np.int64)
     else:
-        classes = np.array([c.decode() if isinstance(c, bytes) else str(c) for c in classes], object)
+        classes = np.array(
+            [c.decode() if isinstance(c, bytes) else str(c) for c in classes], object
+        )
     tec = parse_tree_ensemble_classifier(reg, classes)
     k = len(classes)
     if len(tec.base) not in (0, k):
@@ -576,6 +578,6 @@ __all__ = [
     "UnsupportedModel",
     "ensemble_from_model",
     "load_onnx",
-    "read_ensemble",
     "next_float32",
+    "read_ensemble",
 ]

@@ -107,7 +107,9 @@ def ensemble_to_onnx(ens: Ensemble, info: OnnxModelInfo) -> onnx.ModelProto:
     outputs = [helper.make_tensor_value_info(info.label_name, label_type, [None])]
     if info.scores_name:
         graph_nodes.append(helper.make_node("Identity", ["pace_scores"], [info.scores_name]))
-        outputs.append(helper.make_tensor_value_info(info.scores_name, TensorProto.FLOAT, [None, k]))
+        outputs.append(
+            helper.make_tensor_value_info(info.scores_name, TensorProto.FLOAT, [None, k])
+        )
     graph = helper.make_graph(
         graph_nodes,
         "pace_cert_compressed",

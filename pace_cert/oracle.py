@@ -192,9 +192,7 @@ class SeparationOracle:
             conds.append((self._orig_slots, scale_condition(alphas, c, strict=True)))
         if self.region.plausibility is not None and self.region.delta_abs is not None:
             pl = self.region.plausibility
-            alphas = [
-                tab[self._slots[i].leaves, 0] for tab, i in zip(pl.tables, self._plaus_slots)
-            ]
+            alphas = [tab[self._slots[i].leaves, 0] for tab, i in zip(pl.tables, self._plaus_slots)]
             c = Fraction(self.region.delta_abs) - Fraction(float(pl.base[0]))
             conds.append((self._plaus_slots, scale_condition(alphas, c, strict=False)))
         return conds
@@ -294,7 +292,11 @@ class SeparationOracle:
             m.add_bool_or(
                 [
                     m.get_bool_var_from_proto_index(
-                        int(self._slots[s].var_index[np.searchsorted(self._slots[s].leaves, leaves[s])])
+                        int(
+                            self._slots[s].var_index[
+                                np.searchsorted(self._slots[s].leaves, leaves[s])
+                            ]
+                        )
                     ).Not()
                     for s in [*self._orig_slots, *self._plaus_slots]
                 ]

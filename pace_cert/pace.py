@@ -18,7 +18,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from fractions import Fraction
 
 import numpy as np
 
@@ -26,6 +25,7 @@ from . import master
 from .domain import FeatureDomain, build_domain, infer_binary
 from .ensemble import Ensemble, Tree, summation_error_bound
 from .oracle import PairResult, RegionSpec, ScoreModel, SeparationOracle
+from .region import margin_mask
 
 Progress = Callable[[str], None]
 
@@ -71,6 +71,7 @@ class PhaseResult:
     certified: bool
     objective: float | None = None
     optimal: bool = True
+    weights: list[float] = field(default_factory=list)  # master weight per kept learner
 
 
 @dataclass
@@ -94,17 +95,26 @@ class CompressResult:
     l0_optimal: bool | None
     seconds: float
     plausibility: object | None = None
-    phases: dict = field(default_factory=dict)
+    weights: list[float] = field(default_factory=list)
+    phase: str = ""
 
 
 # ---------------------------------------------------------------------- pure helpers
 
 
-def fold(learners: list[Tree], weights: np.ndarray, offsets: np.ndarray, base_classes,
-         origin: list[str], n_features: int, tol: float) -> Ensemble:
+def fold(
+    learners: list[Tree],
+    weights: np.ndarray,
+    offsets: np.ndarray,
+    base_classes,
+    origin: list[str],
+    n_features: int,
+    tol: float,
+) -> tuple[Ensemble, list[int]]:
     """The exact float32 model to certify and write: w_t folded into leaf values.
 
-    Weights below ``tol * max(w)`` are dropped *before* the proof.
+    Weights below ``tol * max(w)`` are dropped *before* the proof. Returns the model
+    and the indices of the learners it keeps.
     """
     wmax = float(weights.max()) if len(weights) else 0.0
     keep = [t for t in range(len(learners)) if weights[t] > tol * wmax and weights[t] > 0]
@@ -115,7 +125,7 @@ def fold(learners: list[Tree], weights: np.ndarray, offsets: np.ndarray, base_cl
         v[tr.left != -1] = 0.0
         trees.append(Tree(tr.feature, tr.threshold, tr.left, tr.right, v))
     base = np.asarray(offsets, np.float32).astype(np.float64)
-    return Ensemble(
+    model = Ensemble(
         trees=tuple(trees),
         weights=np.ones(len(trees)),
         base=base,
@@ -127,6 +137,7 @@ def fold(learners: list[Tree], weights: np.ndarray, offsets: np.ndarray, base_cl
         runtime_guard=runtime_guard(trees, base),
         origin=tuple(origin[t] for t in keep),
     )
+    return model, keep
 
 
 def runtime_guard(trees: list[Tree] | tuple[Tree, ...], base: np.ndarray) -> float:
@@ -149,27 +160,6 @@ def region_margin(original: Ensemble, eta: float) -> float:
     return max(eta * original.margin_scale, original.runtime_guard)
 
 
-def in_margin_region(original: Ensemble, X: np.ndarray, c_o: float) -> np.ndarray:
-    """Rows whose original margin is > c_o, decided exactly for borderline rows."""
-    S = original.scores(X)
-    y0 = np.argmax(S, axis=1)
-    other = S.copy()
-    other[np.arange(len(X)), y0] = -np.inf
-    m = S[np.arange(len(X)), y0] - other.max(axis=1)
-    slack = 1e-9 * (np.abs(S).max(axis=1) + 1.0) + 1e-12
-    keep = m > c_o + slack
-    borderline = np.flatnonzero((m > c_o - slack) & ~keep)
-    if len(borderline):
-        sm = ScoreModel.from_ensemble(original)
-        leaves = original.apply(X[borderline])
-        for r, lv in zip(borderline, leaves):
-            sc = sm.exact_scores(list(lv))
-            j = int(np.argmax([float(s) for s in sc]))
-            keep[r] = all(sc[j] - sc[k] > Fraction(c_o) for k in range(len(sc)) if k != j)
-            y0[r] = j
-    return keep
-
-
 def leaf_values(learners: list[Tree], X: np.ndarray) -> np.ndarray:
     """H[i, t, k] = h_t,k(x_i) for float32 rows X."""
     K = learners[0].value.shape[1] if learners else 0
@@ -185,8 +175,13 @@ def leaf_values(learners: list[Tree], X: np.ndarray) -> np.ndarray:
 class Pace:
     """One compression run. Holds the sample set, learners, the oracle and the log."""
 
-    def __init__(self, original: Ensemble, X: np.ndarray, cfg: CompressConfig,
-                 progress: Progress | None = None) -> None:
+    def __init__(
+        self,
+        original: Ensemble,
+        X: np.ndarray,
+        cfg: CompressConfig,
+        progress: Progress | None = None,
+    ) -> None:
         self.t0 = time.perf_counter()
         self.cfg = cfg
         self.original = original
@@ -221,11 +216,11 @@ class Pace:
             self.domain, ScoreModel.from_ensemble(original), self.region, seed=cfg.seed
         )
         # initial samples: training rows inside the region (domain, margin, plausibility)
-        inside = self.domain.contains(X) & in_margin_region(original, X, self.region.margin)
+        inside = self.domain.contains(X) & margin_mask(original, X, self.region.margin)
         if self.plausibility is not None:
-            from .plausibility import in_region
+            from .region import plausibility_mask
 
-            inside &= in_region(self.plausibility, X)
+            inside &= plausibility_mask(self.plausibility, X)
         self.samples_dropped = int((~inside).sum())
         Xin = X[inside]
         cells = self.domain.cell_index(Xin)
@@ -258,28 +253,42 @@ class Pace:
         return True
 
     def matrix(self, learners: list[Tree]) -> np.ndarray:
-        H = leaf_values(learners, self.X) if len(self.X) else np.zeros(
-            (0, len(learners), self.original.n_classes)
+        H = (
+            leaf_values(learners, self.X)
+            if len(self.X)
+            else np.zeros((0, len(learners), self.original.n_classes))
         )
         return master.margin_rows(H, self.y0)
 
-    def candidate(self, sol: master.MasterSolution, learners: list[Tree]) -> Ensemble:
-        return fold(learners, sol.weights, sol.offsets, self.original.classes, self.origin,
-                    self.original.n_features, self.cfg.weight_tol)
+    def candidate(
+        self, sol: master.MasterSolution, learners: list[Tree]
+    ) -> tuple[Ensemble, list[int]]:
+        return fold(
+            learners,
+            sol.weights,
+            sol.offsets,
+            self.original.classes,
+            self.origin,
+            self.original.n_features,
+            self.cfg.weight_tol,
+        )
 
     # ---------------------------------------------------------------- one phase
-    def faithful_loop(self, phase: str, solve: Callable[[np.ndarray], master.MasterSolution],
-                      learners: list[Tree]) -> PhaseResult:
+    def faithful_loop(
+        self, phase: str, solve: Callable[[np.ndarray], master.MasterSolution], learners: list[Tree]
+    ) -> PhaseResult:
         """Solve, separate, add samples, repeat until every pair is proved."""
         for it in range(1, self.cfg.max_rounds + 1):
             sol = solve(self.matrix(learners))
-            cand = self.candidate(sol, learners)
+            cand, keep = self.candidate(sol, learners)
             left = self.remaining()
             if left is not None and left <= 0:
                 return PhaseResult(None, [], it, False)
             results = self.oracle.separate(
-                ScoreModel.from_ensemble(cand), required_margin(cand),
-                threads=self.cfg.threads, time_limit=left,
+                ScoreModel.from_ensemble(cand),
+                required_margin(cand),
+                threads=self.cfg.threads,
+                time_limit=left,
             )
             found = [r for r in results if r.status == "FEASIBLE"]
             proved = sum(r.status == "INFEASIBLE" for r in results)
@@ -289,15 +298,28 @@ class Pace:
             )
             if not found:
                 certified = proved == len(results)
-                return PhaseResult(cand if certified else None, results, it, certified,
-                                   sol.objective, sol.optimal)
+                return PhaseResult(
+                    cand if certified else None,
+                    results,
+                    it,
+                    certified,
+                    sol.objective,
+                    sol.optimal,
+                    [float(sol.weights[t]) for t in keep],
+                )
             for r in found:
                 x = r.point
-                self.history.append(HistoryEntry(
-                    phase, it, r.y0, r.y, x,
-                    int(self.original.predict_index(x[None, :])[0]),
-                    int(cand.predict_index(x[None, :])[0]),
-                ))
+                self.history.append(
+                    HistoryEntry(
+                        phase,
+                        it,
+                        r.y0,
+                        r.y,
+                        x,
+                        int(self.original.predict_index(x[None, :])[0]),
+                        int(cand.predict_index(x[None, :])[0]),
+                    )
+                )
                 self.add_sample(x)
         return PhaseResult(None, [], self.cfg.max_rounds, False)
 
@@ -314,15 +336,22 @@ class Pace:
             self.l1_values.append(res.objective or 0.0)
         return res, last.get("sol")
 
-    def l0_phase(self, learners: list[Tree], l1_value: float, warm: np.ndarray | None) -> PhaseResult:
+    def l0_phase(
+        self, learners: list[Tree], l1_value: float, warm: np.ndarray | None
+    ) -> PhaseResult:
         big_m = self.cfg.kappa * max(l1_value, 1e-9)
         self.big_m = big_m
 
         def solve(A: np.ndarray) -> master.MasterSolution:
             left = self.remaining()
-            tl = self.cfg.l0_time_limit if left is None else min(self.cfg.l0_time_limit, max(left, 1))
-            return master.solve_l0(A, len(learners), big_m, warm=warm, threads=1,
-                                   seed=self.cfg.seed, time_limit=tl)
+            tl = (
+                self.cfg.l0_time_limit
+                if left is None
+                else min(self.cfg.l0_time_limit, max(left, 1))
+            )
+            return master.solve_l0(
+                A, len(learners), big_m, warm=warm, threads=1, seed=self.cfg.seed, time_limit=tl
+            )
 
         return self.faithful_loop("l0", solve, learners)
 
@@ -336,22 +365,23 @@ class Pace:
             f"{len(self.X)} distinct samples in the region ({self.samples_dropped} rows dropped)"
         )
         best: PhaseResult | None = None
+        best_phase = ""
         l1, l1_sol = self.l1_phase(self.learners)
         if l1.certified:
-            best = l1
+            best, best_phase = l1, "l1"
         if cfg.mode in ("pace", "generate") and l1.certified:
             from .pricing import generate
 
             l1, l1_sol, pricing, stop = generate(self, l1, l1_sol)
             if l1.certified:
-                best = l1
+                best, best_phase = l1, "l1"
         l0_optimal = None
         if cfg.mode in ("prune", "pace") and best is not None and l1_sol is not None:
             warm = np.r_[l1_sol.weights, l1_sol.offsets[1:]]
             l0 = self.l0_phase(self.learners, l1_sol.objective, warm)
             l0_optimal = l0.optimal
             if l0.certified and (best.model is None or l0.model.n_trees <= best.model.n_trees):
-                best = l0
+                best, best_phase = l0, "l0"
         certified = best is not None and best.model is not None
         model = best.model if certified else self.original
         return CompressResult(
@@ -374,10 +404,13 @@ class Pace:
             l0_optimal=l0_optimal,
             seconds=time.perf_counter() - self.t0,
             plausibility=self.plausibility,
+            weights=best.weights if certified else [],
+            phase=best_phase,
         )
 
 
-def compress(original: Ensemble, X: np.ndarray, cfg: CompressConfig,
-             progress: Progress | None = None) -> CompressResult:
+def compress(
+    original: Ensemble, X: np.ndarray, cfg: CompressConfig, progress: Progress | None = None
+) -> CompressResult:
     """Run PACE in ``cfg.mode`` on ``original`` with training rows ``X`` (float32)."""
     return Pace(original, X, cfg, progress).run()

@@ -78,7 +78,9 @@ def make_model(kind: str, n_estimators: int, max_depth: int, seed: int = 0):
         return ExtraTreesClassifier(n_estimators, max_depth=max_depth, random_state=seed)
     if kind == "ada":
         return AdaBoostClassifier(
-            DecisionTreeClassifier(max_depth=max_depth), n_estimators=n_estimators, random_state=seed
+            DecisionTreeClassifier(max_depth=max_depth),
+            n_estimators=n_estimators,
+            random_state=seed,
         )
     if kind == "gb":
         return GradientBoostingClassifier(

@@ -1,0 +1,260 @@
+"""The ``pace-cert`` command line: a thin shell over :mod:`pace_cert`.
+
+Commands parse arguments, call one library function, format its result and map the
+exception family to exit codes: 0 certified/verified, 1 refuted, 2 inconclusive,
+3 bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from pace_cert.errors import InputError, PaceError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="Certified pruning and compression of tree ensembles (PACE). "
+    "Exit codes: 0 certified/verified, 1 refuted, 2 inconclusive, 3 bad input.",
+)
+
+DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one machine-readable JSON object.")]
+
+
+def _run(fn: Callable[[], int], debug: bool) -> None:
+    """Run a command body; map exceptions to exit codes with one-line messages."""
+    try:
+        code = fn()
+    except PaceError as e:
+        if debug:
+            traceback.print_exc()
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(e.exit_code) from None
+    except KeyboardInterrupt:
+        typer.echo("interrupted; nothing was written", err=True)
+        raise typer.Exit(130) from None
+    except Exception as e:  # an internal error, not the user's input
+        if debug:
+            traceback.print_exc()
+        typer.echo(f"internal error: {type(e).__name__}: {e} (rerun with --debug)", err=True)
+        raise typer.Exit(4) from None
+    raise typer.Exit(code)
+
+
+def _progress(quiet: bool) -> Callable[[str], None]:
+    start = time.perf_counter()
+
+    def say(msg: str) -> None:
+        if not quiet:
+            typer.echo(f"[{time.perf_counter() - start:7.1f}s] {msg}", err=True)
+
+    return say
+
+
+@app.command()
+def compress(
+    model: Annotated[Path, typer.Argument(help="Tree-ensemble classifier exported to ONNX.")],
+    data: Annotated[
+        Path,
+        typer.Option(
+            "--data", help="Training CSV: header row, features in model order, target column."
+        ),
+    ],
+    out: Annotated[Path, typer.Option("--out", help="Output directory (created if missing).")],
+    target: Annotated[str, typer.Option(help="Name of the label column.")] = "target",
+    eta: Annotated[
+        float,
+        typer.Option(
+            help="Confidence region: the original's margin must exceed eta "
+            "(vote share for forests/AdaBoost, raw score for boosting)."
+        ),
+    ] = 0.0,
+    delta: Annotated[
+        float,
+        typer.Option(help="Plausibility region: share of training rows treated as outliers."),
+    ] = 0.0,
+    mode: Annotated[
+        str,
+        typer.Option(
+            help="pace (generate learners, then prune), prune (prune only), "
+            "generate (generation only)."
+        ),
+    ] = "pace",
+    time_limit: Annotated[
+        float | None,
+        typer.Option(help="Seconds; the best fully certified model found so far is returned."),
+    ] = None,
+    threads: Annotated[int, typer.Option(help="Threads for the separation oracle.")] = 2,
+    seed: Annotated[int, typer.Option(help="Seed for every solver and learner.")] = 0,
+    bounds: Annotated[
+        str, typer.Option(help="none: whole float32 line; data: training min/max box.")
+    ] = "none",
+    binary: Annotated[
+        str, typer.Option(help="infer: 0/1-valued training columns stay in {0,1}; none: off.")
+    ] = "infer",
+    as_json: JsonOpt = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress lines.")] = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Compress MODEL and write OUT/compressed.onnx + OUT/certificate.json."""
+
+    def body() -> int:
+        from pace_cert.app import run_compress
+        from pace_cert.pace import CompressConfig
+
+        if bounds not in ("none", "data"):
+            raise InputError(None, f"--bounds must be none or data, got {bounds!r}")
+        if binary not in ("infer", "none"):
+            raise InputError(None, f"--binary must be infer or none, got {binary!r}")
+        cfg = CompressConfig(
+            mode=mode,
+            eta=eta,
+            delta=delta,
+            time_limit=time_limit,
+            threads=threads,
+            seed=seed,
+            bounds=bounds,
+            binary=binary,
+        )
+        res = run_compress(model, data, out, cfg, target, _progress(quiet))
+        s = res.certificate.summary
+        if as_json:
+            _print_json(
+                {
+                    "status": res.status,
+                    "exit_code": res.exit_code,
+                    "out_dir": str(res.out_dir),
+                    "compressed_model": str(res.out_dir / "compressed.onnx"),
+                    "certificate": str(res.out_dir / "certificate.json"),
+                    "summary": s.model_dump(),
+                }
+            )
+        else:
+            typer.echo(
+                f"{res.status}: {s.trees_before} -> {s.trees_after} trees "
+                f"({s.leaves_before} -> {s.leaves_after} leaves, {s.new_learner_share:.0%} new), "
+                f"fidelity {s.fidelity:.4f} on the data, {s.seconds:.1f}s\n"
+                f"wrote {res.out_dir / 'compressed.onnx'} and {res.out_dir / 'certificate.json'}"
+            )
+        return res.exit_code
+
+    _run(body, debug)
+
+
+@app.command()
+def verify(
+    original: Annotated[Path, typer.Argument(help="The original ONNX model.")],
+    compressed: Annotated[Path, typer.Argument(help="The compressed ONNX model.")],
+    certificate: Annotated[Path, typer.Argument(help="certificate.json written by compress.")],
+    data: Annotated[
+        Path | None, typer.Option(help="Also replay these rows (CSV as for compress).")
+    ] = None,
+    exhaustive: Annotated[
+        bool,
+        typer.Option(help="Second backend: enumerate every cell (small models only)."),
+    ] = False,
+    threads: Annotated[int, typer.Option(help="Threads for the separation oracle.")] = 2,
+    time_limit: Annotated[float | None, typer.Option(help="Seconds for the proof.")] = None,
+    as_json: JsonOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Re-prove CERTIFICATE independently from the two ONNX files."""
+
+    def body() -> int:
+        from pace_cert.verify import run_verify
+
+        rep = run_verify(
+            original,
+            compressed,
+            certificate,
+            threads=threads,
+            time_limit=time_limit,
+            exhaustive=exhaustive,
+            data_path=data,
+        )
+        if as_json:
+            _print_json(rep.to_json())
+        else:
+            typer.echo(f"{rep.status}: {rep.message}")
+            if rep.counterexample:
+                ce = rep.counterexample
+                typer.echo(
+                    f"counterexample: x = {ce['point']}\n"
+                    f"  original label {ce['original_label']!r}, "
+                    f"compressed label {ce['compressed_label']!r}"
+                )
+        return rep.exit_code
+
+    _run(body, debug)
+
+
+@app.command()
+def inspect(
+    model: Annotated[Path, typer.Argument(help="An ONNX tree-ensemble classifier.")],
+    as_json: JsonOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Trees, depth, leaves, classes, features and the detected exporter pattern."""
+
+    def body() -> int:
+        from pace_cert.onnx_reader import read_ensemble
+
+        ens, info = read_ensemble(model)
+        d: dict[str, Any] = {
+            "model": str(model),
+            "pattern": ens.pattern,
+            "trees": ens.n_trees,
+            "max_depth": ens.max_depth,
+            "leaves": ens.n_leaves,
+            "classes": [c.item() if hasattr(c, "item") else c for c in ens.classes],
+            "features": ens.n_features,
+            "kind": ens.kind,
+            "input": info.input_name,
+            "label_output": info.label_name,
+        }
+        if as_json:
+            _print_json(d)
+        else:
+            for k, v in d.items():
+                typer.echo(f"{k:>13}: {v}")
+        return 0
+
+    _run(body, debug)
+
+
+@app.command()
+def demo(
+    out: Annotated[Path, typer.Option(help="Where to write the demo files.")] = Path("demo-out"),
+    dataset: Annotated[str, typer.Option(help="Bundled dataset.")] = "compas",
+    trees: Annotated[int, typer.Option(help="Random-forest size.")] = 50,
+    depth: Annotated[int, typer.Option(help="Tree depth.")] = 2,
+    eta: Annotated[float, typer.Option(help="Confidence level.")] = 0.1,
+    delta: Annotated[float, typer.Option(help="Plausibility level.")] = 0.1,
+    mode: Annotated[str, typer.Option(help="pace, prune or generate.")] = "pace",
+    debug: DebugOpt = False,
+) -> None:
+    """The whole job on a bundled dataset: train, export, compress, verify, summarise."""
+
+    def body() -> int:
+        from pace_cert.demo import run_demo
+
+        return run_demo(out, dataset, trees, depth, eta, delta, mode, typer.echo)
+
+    _run(body, debug)
+
+
+def _print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, indent=1, default=str) + "\n")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

@@ -1,0 +1,256 @@
+"""Use cases behind the CLI: compress (read → PACE → write model + certificate).
+
+Inputs are validated before any long computation; outputs are written atomically and
+only at the end, so a bad input or an interrupted run leaves nothing half-written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from . import __version__
+from .certificate import (
+    SCALING_DERIVATION,
+    SCALING_METHOD,
+    Certificate,
+    CpSatParameters,
+    HistoryPoint,
+    Learner,
+    PairCertificate,
+    Plausibility,
+    Region,
+    Scaling,
+    Summary,
+    label,
+    model_summary,
+    now_iso,
+    solver_versions,
+)
+from .data import read_csv
+from .errors import InputError
+from .onnx_reader import load_onnx, read_ensemble
+from .onnx_writer import ensemble_to_onnx, write_atomic
+from .pace import CompressConfig, CompressResult, Progress, compress
+from .scaling import BITS
+
+MODES = ("pace", "prune", "generate")
+
+
+@dataclass(frozen=True)
+class CompressOutcome:
+    exit_code: int
+    status: str
+    out_dir: Path
+    certificate: Certificate
+
+
+def validate_config(cfg: CompressConfig, ensemble_kind: str) -> None:
+    if cfg.mode not in MODES:
+        raise InputError(None, f"--mode must be one of {', '.join(MODES)}, got {cfg.mode!r}")
+    if not np.isfinite(cfg.eta) or cfg.eta < 0:
+        raise InputError(None, f"--eta must be >= 0, got {cfg.eta}")
+    if ensemble_kind == "voting" and cfg.eta >= 1:
+        raise InputError(
+            None, f"--eta is a vote share for this model and must be < 1, got {cfg.eta}"
+        )
+    if not (0.0 <= cfg.delta <= 1.0):
+        raise InputError(None, f"--delta must be in [0, 1], got {cfg.delta}")
+    if cfg.threads < 1:
+        raise InputError(None, f"--threads must be >= 1, got {cfg.threads}")
+    if cfg.time_limit is not None and cfg.time_limit <= 0:
+        raise InputError(None, f"--time-limit must be > 0, got {cfg.time_limit}")
+
+
+def prepare_out_dir(out: Path) -> None:
+    """Create OUT_DIR if needed and check that it is writable (before any work)."""
+    if out.exists() and not out.is_dir():
+        raise InputError(out, "output path exists and is not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".pace-cert-probe-", dir=out)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise InputError(out, f"output directory is not writable ({e.strerror})") from None
+
+
+def run_compress(
+    model_path: Path,
+    data_path: Path,
+    out_dir: Path,
+    cfg: CompressConfig,
+    target: str = "target",
+    progress: Progress | None = None,
+) -> CompressOutcome:
+    original_bytes = _read_bytes(model_path)
+    ensemble, info = read_ensemble(model_path)
+    validate_config(cfg, ensemble.kind)
+    data = read_csv(data_path, ensemble.classes, ensemble.n_features, target)
+    if cfg.delta > 0 and len(data.X) < 2:
+        raise InputError(data_path, "--delta > 0 needs at least 2 training rows")
+    prepare_out_dir(out_dir)
+
+    result = compress(ensemble, data.X, cfg, progress)
+
+    if result.certified:
+        comp_bytes = ensemble_to_onnx(result.compressed, info).SerializeToString()
+    else:  # the original is always a valid (uncompressed) fallback
+        comp_bytes = original_bytes
+    files: dict[str, bytes] = {"compressed.onnx": comp_bytes}
+    plaus = None
+    if result.plausibility is not None:
+        from .plausibility import to_json_dict
+
+        pbytes = (json.dumps(to_json_dict(result.plausibility), indent=1) + "\n").encode()
+        files["plausibility.json"] = pbytes
+        plaus = Plausibility(
+            path="plausibility.json",
+            sha256=hashlib.sha256(pbytes).hexdigest(),
+            n_estimators=cfg.iforest_estimators,
+            max_samples=int(result.plausibility.max_samples_used),
+            seed=cfg.seed,
+        )
+    cert = build_certificate(
+        result,
+        cfg,
+        str(model_path),
+        hashlib.sha256(original_bytes).hexdigest(),
+        str(out_dir / "compressed.onnx"),
+        hashlib.sha256(comp_bytes).hexdigest(),
+        plaus,
+        data,
+    )
+    files["certificate.json"] = (cert.model_dump_json(indent=1) + "\n").encode()
+    for name, blob in files.items():  # certificate last: it is the commit point
+        write_atomic(out_dir / name, blob)
+    return CompressOutcome(0 if result.certified else 2, result.status, out_dir, cert)
+
+
+def _read_bytes(path: Path) -> bytes:
+    load_onnx(path)  # raises InputError with a clear message for unreadable/non-ONNX
+    return Path(path).read_bytes()
+
+
+def build_certificate(
+    r: CompressResult,
+    cfg: CompressConfig,
+    orig_path: str,
+    orig_sha: str,
+    comp_path: str,
+    comp_sha: str,
+    plaus: Plausibility | None,
+    data,
+) -> Certificate:
+    classes = r.original.classes
+    comp = r.compressed
+    by_pair: dict[tuple[int, int], list[HistoryPoint]] = {}
+    for h in r.history:
+        by_pair.setdefault((h.y0, h.y), []).append(
+            HistoryPoint(
+                phase=h.phase,  # type: ignore[arg-type]
+                iteration=h.iteration,
+                y0=label(classes, h.y0),
+                y=label(classes, h.y),
+                point=[float(v) for v in h.point],
+                original_label=label(classes, h.original_label),
+                compressed_label=label(classes, h.compressed_label),
+            )
+        )
+    k = r.original.n_classes
+    proof = {(p.y0, p.y): p for p in r.proof}
+    pairs = []
+    for y0 in range(k):
+        for y in range(k):
+            if y == y0:
+                continue
+            p = proof.get((y0, y))
+            pairs.append(
+                PairCertificate(
+                    y0=label(classes, y0),
+                    y=label(classes, y),
+                    status=p.status if p else "UNKNOWN",  # type: ignore[arg-type]
+                    eta=cfg.eta,
+                    delta=cfg.delta,
+                    delta_abs=r.region.delta_abs,
+                    scale_exp=p.scale_exp if p else 0,
+                    rounding_bound=p.error_bound if p else 0.0,
+                    region_rounding_bound=p.region_error_bound if p else 0.0,
+                    compressed_margin=r.e_req,
+                    seconds=p.seconds if p else 0.0,
+                    conflicts=p.conflicts if p else 0,
+                    branches=p.branches if p else 0,
+                    spurious_excluded=p.spurious if p else 0,
+                    history=by_pair.get((y0, y), []),
+                )
+            )
+    X, y = data.X, data.y
+    pred_o = r.original.predict_index(X)
+    pred_c = comp.predict_index(X)
+    n_new = sum(o == "new" for o in comp.origin)
+    learners = [
+        Learner(index=i, origin=o, weight=w)  # type: ignore[arg-type]
+        for i, (o, w) in enumerate(zip(comp.origin, r.weights or [1.0] * comp.n_trees))
+    ]
+    return Certificate(
+        tool_version=__version__,
+        created=now_iso(),
+        solvers=solver_versions(),
+        cpsat=CpSatParameters(
+            num_workers_per_pair="max(1, threads // pairs)",
+            random_seed=cfg.seed,
+            time_limit_seconds=cfg.time_limit,
+        ),
+        seed=cfg.seed,
+        threads=cfg.threads,
+        original=model_summary(orig_path, orig_sha, r.original),
+        compressed=model_summary(comp_path, comp_sha, comp),
+        learners=learners,
+        region=Region(
+            eta=cfg.eta,
+            eta_units="vote share" if r.original.kind == "voting" else "raw score",
+            margin_scale=r.original.margin_scale,
+            runtime_guard=r.original.runtime_guard,
+            margin_threshold=r.region.margin,
+            delta=cfg.delta,
+            delta_abs=r.region.delta_abs,
+            plausibility=plaus,
+            domain=r.domain.describe(),
+            samples_kept=r.samples_kept,
+            samples_dropped=r.samples_dropped,
+        ),
+        scaling=Scaling(
+            method=SCALING_METHOD,
+            bits=BITS,
+            compressed_margin=r.e_req,
+            derivation=SCALING_DERIVATION,
+        ),
+        pairs=pairs,
+        summary=Summary(
+            certified=r.certified,
+            status=r.status,  # type: ignore[arg-type]
+            mode=cfg.mode,
+            phase=r.phase,
+            trees_before=r.original.n_trees,
+            trees_after=comp.n_trees,
+            leaves_before=r.original.n_leaves,
+            leaves_after=comp.n_leaves,
+            new_learner_share=n_new / comp.n_trees if comp.n_trees else 0.0,
+            l1_values=r.l1_values,
+            last_reduced_cost=r.reduced_costs[-1] if r.reduced_costs else None,
+            pricing=r.pricing,  # type: ignore[arg-type]
+            generation_stop=r.generation_stop,
+            l0_big_m=r.big_m,
+            l0_optimal=r.l0_optimal,
+            fidelity=float(np.mean(pred_o == pred_c)),
+            accuracy_original=float(np.mean(pred_o == y)),
+            accuracy_compressed=float(np.mean(pred_c == y)),
+            seconds=r.seconds,
+        ),
+    )

@@ -1,0 +1,225 @@
+"""The JSON certificate (SPEC §6): pydantic models, builder and schema export.
+
+``python -m pace_cert.certificate schemas/certificate.schema.json`` regenerates the
+schema; a test fails when the committed file drifts from the models.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = "1.0"
+Label = int | str
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Solvers(_Strict):
+    ortools: str
+    highspy: str
+    gurobipy: str | None = None
+
+
+class CpSatParameters(_Strict):
+    num_workers_per_pair: str = Field(description="threads // pairs solved at once, at least 1")
+    random_seed: int
+    time_limit_seconds: float | None
+
+
+class ModelSummary(_Strict):
+    path: str = Field(description="path as given on the command line")
+    sha256: str
+    trees: int
+    max_depth: int
+    leaves: int
+    classes: list[Label]
+    features: int
+    pattern: str = Field(description="exporter pattern recognised by the reader")
+
+
+class Learner(_Strict):
+    index: int = Field(description="tree index in the compressed model")
+    origin: Literal["original", "new"]
+    weight: float = Field(description="master weight folded into this tree's leaf values")
+
+
+class Plausibility(_Strict):
+    path: str = Field(description="artifact file name, next to the compressed model")
+    sha256: str
+    n_estimators: int
+    max_samples: int
+    seed: int
+
+
+class Region(_Strict):
+    eta: float
+    eta_units: Literal["vote share", "raw score"]
+    margin_scale: float = Field(description="sigma: score difference per unit of eta")
+    runtime_guard: float = Field(
+        description="bound on onnxruntime's float32 error of the original's score differences"
+    )
+    margin_threshold: float = Field(
+        description="c_o = max(eta*sigma, runtime_guard): the original beats every other class "
+        "by more than this (score units) inside the region"
+    )
+    delta: float
+    delta_abs: float | None
+    plausibility: Plausibility | None
+    domain: dict
+    samples_kept: int = Field(description="training rows inside the region")
+    samples_dropped: int = Field(description="training rows outside it (incl. exact ties)")
+
+
+class Scaling(_Strict):
+    method: str
+    bits: int
+    compressed_margin: float = Field(
+        description="E_req: the compressed model's y0 score exceeds every other class by more "
+        "than this; covers onnxruntime's float32 accumulation error"
+    )
+    derivation: str
+
+
+class HistoryPoint(_Strict):
+    phase: Literal["l1", "l0"]
+    iteration: int
+    y0: Label
+    y: Label
+    point: list[float] = Field(description="float32 values, exact when parsed as float32")
+    original_label: Label
+    compressed_label: Label
+
+
+class PairCertificate(_Strict):
+    y0: Label
+    y: Label
+    status: Literal["INFEASIBLE", "FEASIBLE", "UNKNOWN"]
+    eta: float
+    delta: float
+    delta_abs: float | None
+    scale_exp: int = Field(description="the separation condition was scaled by 2**scale_exp")
+    rounding_bound: float = Field(description="E_cp of the separation condition, score units")
+    region_rounding_bound: float
+    compressed_margin: float
+    seconds: float
+    conflicts: int
+    branches: int
+    spurious_excluded: int = Field(
+        description="points inside the rounding slack but outside the region, excluded by nogoods"
+    )
+    history: list[HistoryPoint]
+
+
+class Summary(_Strict):
+    certified: bool
+    status: Literal["certified", "inconclusive"]
+    mode: str
+    phase: str = Field(description="phase whose model was kept: l1 or l0")
+    trees_before: int
+    trees_after: int
+    leaves_before: int
+    leaves_after: int
+    new_learner_share: float
+    l1_values: list[float]
+    last_reduced_cost: float | None
+    pricing: Literal["none", "exact", "heuristic"]
+    generation_stop: str
+    l0_big_m: float | None
+    l0_optimal: bool | None
+    fidelity: float = Field(description="agreement with the original on the data given")
+    accuracy_original: float
+    accuracy_compressed: float
+    seconds: float
+
+
+class Certificate(_Strict):
+    schema_version: str = SCHEMA_VERSION
+    tool: str = "pace-cert"
+    tool_version: str
+    created: str
+    solvers: Solvers
+    cpsat: CpSatParameters
+    seed: int
+    threads: int
+    input_semantics: str = (
+        "float32 inputs, NaN excluded; labels as onnxruntime computes them from the ONNX files"
+    )
+    original: ModelSummary
+    compressed: ModelSummary
+    learners: list[Learner]
+    region: Region
+    scaling: Scaling
+    pairs: list[PairCertificate]
+    summary: Summary
+
+
+def sha256_file(path: str | Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def solver_versions() -> Solvers:
+    def v(name: str) -> str | None:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return None
+
+    return Solvers(ortools=v("ortools") or "?", highspy=v("highspy") or "?", gurobipy=None)
+
+
+def label(classes: np.ndarray, i: int) -> Label:
+    c = classes[int(i)]
+    return str(c) if isinstance(c, str | np.str_) else int(c)
+
+
+def model_summary(path: str, sha: str, ens) -> ModelSummary:
+    return ModelSummary(
+        path=str(path),
+        sha256=sha,
+        trees=ens.n_trees,
+        max_depth=ens.max_depth,
+        leaves=ens.n_leaves,
+        classes=[label(ens.classes, i) for i in range(ens.n_classes)],
+        features=ens.n_features,
+        pattern=ens.pattern,
+    )
+
+
+def now_iso() -> str:
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
+
+
+SCALING_METHOD = (
+    "per condition: s = 2**p with sum of per-tree max |coefficient| * s in (2**47, 2**48]; "
+    "coefficients rounded to nearest (error <= 1 unit each incl. float64 error); "
+    "right-hand sides rounded outward with exact rationals so the integer set is a superset"
+)
+SCALING_DERIVATION = (
+    "E_req = 2 * gamma_(n+1) * (sum_t max_leaf |v_t| + max |base|), gamma_m = m u/(1-m u), "
+    "u = 2**-24, n = trees: onnxruntime's float32 error on each of two class scores, any order"
+)
+
+
+def write_schema(path: str | Path) -> None:
+    schema = Certificate.model_json_schema()
+    Path(path).write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":  # pragma: no cover - exercised by `make schema`
+    write_schema(sys.argv[1] if len(sys.argv) > 1 else "schemas/certificate.schema.json")
+    print("schema written")

@@ -1,0 +1,236 @@
+"""Independent re-proof of a certificate from the two ONNX files (SPEC §7).
+
+Trusts nothing in the certificate but its stated parameters (eta, delta, binary
+features, bounds): both SHA-256s are recomputed, both ensembles are rebuilt from the
+ONNX files, the plausibility region from its artifact, and fresh CP-SAT models are
+solved (no object is shared with ``compress``). Every history point (and optionally the
+data, and optionally every cell of small models) is replayed through onnxruntime.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+from pydantic import ValidationError
+
+from .certificate import Certificate, label
+from .domain import build_domain
+from .errors import InputError
+from .onnx_reader import ensemble_from_model, load_onnx
+from .oracle import RegionSpec, ScoreModel, SeparationOracle
+from .pace import region_margin, required_margin
+from .region import region_mask
+from .runtime import labels, session
+
+EXHAUSTIVE_LIMIT = 2_000_000
+
+
+@dataclass
+class VerifyReport:
+    exit_code: int
+    status: str  # verified | refuted | inconclusive
+    message: str
+    pairs: list[dict] = field(default_factory=list)
+    counterexample: dict | None = None
+    replayed: int = 0
+    exhaustive_cells: int | None = None
+
+    def to_json(self) -> dict:
+        return {
+            "status": self.status,
+            "exit_code": self.exit_code,
+            "message": self.message,
+            "pairs": self.pairs,
+            "counterexample": self.counterexample,
+            "replayed_points": self.replayed,
+            "exhaustive_cells": self.exhaustive_cells,
+        }
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def load_certificate(path: Path) -> Certificate:
+    try:
+        text = Path(path).read_text()
+    except FileNotFoundError:
+        raise InputError(path, "file not found") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(path, f"cannot read certificate ({e})") from None
+    try:
+        return Certificate.model_validate_json(text)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise InputError(path, f"not a valid certificate ({where}: {first['msg']})") from None
+
+
+def _plausibility(cert: Certificate, comp_path: Path):
+    reg = cert.region
+    if reg.delta <= 0:
+        return None
+    if reg.plausibility is None:
+        raise InputError(None, "certificate has delta > 0 but names no plausibility artifact")
+    name = reg.plausibility.path
+    if Path(name).name != name or name in ("", ".", ".."):
+        raise InputError(None, f"plausibility artifact must be a plain file name, got {name!r}")
+    p = comp_path.parent / name
+    try:
+        blob = p.read_bytes()
+    except OSError:
+        raise InputError(
+            p, "plausibility artifact not found next to the compressed model"
+        ) from None
+    if _sha(blob) != reg.plausibility.sha256:
+        raise InputError(p, "plausibility artifact does not match the certificate (sha256)")
+    from .plausibility import from_json_dict
+
+    try:
+        forest = from_json_dict(json.loads(blob))
+    except (ValueError, json.JSONDecodeError) as e:
+        raise InputError(p, f"invalid plausibility artifact ({e})") from None
+    if forest.delta != reg.delta or forest.delta_abs != reg.delta_abs:
+        raise InputError(p, "plausibility artifact disagrees with the certificate's delta")
+    return forest
+
+
+def run_verify(
+    original_path: Path,
+    compressed_path: Path,
+    cert_path: Path,
+    *,
+    threads: int = 2,
+    time_limit: float | None = None,
+    exhaustive: bool = False,
+    data_path: Path | None = None,
+) -> VerifyReport:
+    cert = load_certificate(cert_path)
+    load_onnx(original_path)
+    load_onnx(compressed_path)
+    ob, cb = Path(original_path).read_bytes(), Path(compressed_path).read_bytes()
+    if _sha(ob) != cert.original.sha256:
+        raise InputError(original_path, "does not match the certificate (sha256 differs)")
+    if _sha(cb) != cert.compressed.sha256:
+        raise InputError(compressed_path, "does not match the certificate (sha256 differs)")
+    from .onnx_reader import UnsupportedModel
+
+    models = []
+    for path, blob in ((original_path, ob), (compressed_path, cb)):
+        import onnx
+
+        try:
+            models.append(ensemble_from_model(onnx.load_from_string(blob))[0])
+        except UnsupportedModel as e:
+            raise InputError(path, f"unsupported model: {e}") from None
+    orig, comp = models
+    if list(map(str, orig.classes)) != list(map(str, comp.classes)):
+        raise InputError(compressed_path, "class labels differ from the original's")
+    if orig.n_features != comp.n_features:
+        raise InputError(compressed_path, "input width differs from the original's")
+
+    forest = _plausibility(cert, Path(compressed_path))
+    dom = cert.region.domain
+    binary = np.zeros(orig.n_features, bool)
+    binary[[int(i) for i in dom.get("binary_features", [])]] = True
+    bounds = dom.get("bounds")
+    lower = None if bounds is None else np.asarray(bounds["lower"], np.float32)
+    upper = None if bounds is None else np.asarray(bounds["upper"], np.float32)
+    trees = [*orig.trees, *comp.trees, *(forest.trees if forest else [])]
+    domain = build_domain(trees, orig.n_features, binary, lower, upper)
+    c_o = region_margin(orig, cert.region.eta)
+    pl_model = (
+        None
+        if forest is None
+        else ScoreModel(forest.trees, tuple(t.value for t in forest.trees), np.zeros(1))
+    )
+    region = RegionSpec(c_o, pl_model, None if forest is None else forest.delta_abs)
+    oracle = SeparationOracle(domain, ScoreModel.from_ensemble(orig), region, seed=cert.seed)
+    results = oracle.separate(
+        ScoreModel.from_ensemble(comp),
+        required_margin(comp),
+        threads=threads,
+        time_limit=time_limit,
+    )
+    so, sc = session(ob), session(cb)
+    pairs = [
+        {
+            "y0": label(orig.classes, r.y0),
+            "y": label(orig.classes, r.y),
+            "status": r.status,
+            "seconds": round(r.seconds, 4),
+        }
+        for r in results
+    ]
+    for r in results:
+        if r.status == "FEASIBLE":
+            x = r.point[None, :]
+            lo, lc = labels(so, x)[0], labels(sc, x)[0]
+            why = (
+                "the models disagree"
+                if lo != lc
+                else "the compressed margin is not above the rounding bound there"
+            )
+            return VerifyReport(
+                1,
+                "refuted",
+                f"pair ({label(orig.classes, r.y0)}, {label(orig.classes, r.y)}): {why}",
+                pairs,
+                _counterexample(x[0], lo, lc),
+            )
+    # replay: history points (and data) inside the region must agree under onnxruntime
+    pts = [h.point for p in cert.pairs for h in p.history]
+    X = np.asarray(pts, np.float32).reshape(-1, orig.n_features)
+    if data_path is not None:
+        from .data import read_csv
+
+        X = np.vstack([X, read_csv(data_path, orig.classes, orig.n_features).X])
+    bad = _disagreements(orig, c_o, forest, domain, X, so, sc)
+    if bad is not None:
+        return VerifyReport(1, "refuted", "replayed point disagrees", pairs, bad, len(X))
+    n_cells = None
+    if exhaustive:
+        n_cells = int(np.prod([int(domain.allowed(i).sum()) for i in range(orig.n_features)]))
+        if n_cells > EXHAUSTIVE_LIMIT:
+            raise InputError(None, f"--exhaustive: {n_cells} cells exceed {EXHAUSTIVE_LIMIT}")
+        reps = [domain.reps[i][domain.allowed(i)] for i in range(orig.n_features)]
+        grid = np.array(list(itertools.product(*reps)), np.float32).reshape(-1, orig.n_features)
+        bad = _disagreements(orig, c_o, forest, domain, grid, so, sc)
+        if bad is not None:
+            return VerifyReport(1, "refuted", "a cell disagrees", pairs, bad, len(X), n_cells)
+    if any(r.status != "INFEASIBLE" for r in results):
+        return VerifyReport(2, "inconclusive", "time limit before every pair was proved", pairs)
+    return VerifyReport(
+        0, "verified", f"all {len(results)} pairs proved INFEASIBLE", pairs, None, len(X), n_cells
+    )
+
+
+def _disagreements(orig, c_o, forest, domain, X, so, sc) -> dict | None:
+    if len(X) == 0:
+        return None
+    inside = region_mask(orig, c_o, forest, X, domain)
+    if not inside.any():
+        return None
+    Xi = X[inside]
+    lo, lc = labels(so, Xi), labels(sc, Xi)
+    diff = np.flatnonzero(lo != lc)
+    if len(diff) == 0:
+        return None
+    i = int(diff[0])
+    return _counterexample(Xi[i], lo[i], lc[i])
+
+
+def _counterexample(x: np.ndarray, lo, lc) -> dict:
+    def plain(v):
+        return v.item() if hasattr(v, "item") else v
+
+    return {
+        "point": [float(v) for v in x],
+        "original_label": plain(lo) if not isinstance(lo, bytes) else lo.decode(),
+        "compressed_label": plain(lc) if not isinstance(lc, bytes) else lc.decode(),
+    }
