@@ -37,6 +37,7 @@ from .data import read_csv
 from .errors import InputError
 from .onnx_reader import load_onnx, read_ensemble
 from .onnx_writer import ensemble_to_onnx, write_atomic
+from .oracle import CPSAT_PARAMS
 from .pace import CompressConfig, CompressResult, Progress, compress
 from .scaling import BITS
 
@@ -206,6 +207,7 @@ def build_certificate(
             num_workers_per_pair="max(1, threads // pairs)",
             random_seed=cfg.seed,
             time_limit_seconds=cfg.time_limit,
+            presolve=dict(CPSAT_PARAMS),
         ),
         seed=cfg.seed,
         threads=cfg.threads,

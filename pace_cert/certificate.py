@@ -35,6 +35,7 @@ class CpSatParameters(_Strict):
     num_workers_per_pair: str = Field(description="threads // pairs solved at once, at least 1")
     random_seed: int
     time_limit_seconds: float | None
+    presolve: dict = Field(default_factory=dict, description="CP-SAT parameters set by pace-cert")
 
 
 class ModelSummary(_Strict):

@@ -27,10 +27,19 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from .domain import FeatureDomain
-from .ensemble import Ensemble, Tree
+from .ensemble import LEAF, Ensemble, Tree
 from .scaling import ScaledCondition, scale_condition
 
+ENUM_LIMIT = 300_000  # domains with at most this many cells get the enumeration pre-search
 MAX_SPURIOUS = 50  # nogoods per pair and call before the pair is declared UNKNOWN
+
+# Presolve settings measured in benchmarks/ (probing and at-most-one merging dominate
+# the time of these mostly-propagation problems; 5-20x faster, same statuses).
+CPSAT_PARAMS: dict[str, object] = {
+    "cp_model_probing_level": 0,
+    "merge_at_most_one_work_limit": 0.0,
+    "find_big_linear_overlap": False,
+}
 
 
 @dataclass(frozen=True)
@@ -98,6 +107,53 @@ class OracleStats:
     history: list[PairResult] = field(default_factory=list)
 
 
+def reachable_paths(tree: Tree, domain: FeatureDomain) -> dict[int, list[tuple[int, int, bool]]]:
+    """Leaves reachable by some allowed cell vector, with their non-redundant conditions.
+
+    A condition (f, j, goes_left) means ``x_f <= theta_j`` (left) or ``x_f > theta_j``
+    (right), j indexing the domain's thresholds of feature f. A split whose outcome is
+    fixed by the conditions above it (given the allowed cells) adds no condition, and the
+    branch it excludes is dropped: the simplified tree equals the tree on the domain.
+    """
+    allowed = [np.r_[0, np.cumsum(domain.allowed(f))] for f in range(domain.n_features)]
+    n_cells = domain.n_cells()
+
+    def any_allowed(f: int, lo: int, hi: int) -> bool:  # cells lo..hi inclusive
+        return lo <= hi and allowed[f][hi + 1] - allowed[f][lo] > 0
+
+    out: dict[int, list[tuple[int, int, bool]]] = {}
+    root_bounds = {f: (0, int(n_cells[f]) - 1) for f in range(domain.n_features)}
+    stack: list[tuple[int, dict[int, tuple[int, int]], list[tuple[int, int, bool]]]] = [
+        (0, root_bounds, [])
+    ]
+    while stack:
+        node, bounds, conds = stack.pop()
+        if tree.left[node] == LEAF:
+            out[node] = conds
+            continue
+        f = int(tree.feature[node])
+        ths = domain.thresholds[f]
+        th = np.float32(tree.threshold[node])
+        j = int(np.searchsorted(ths, th))
+        if j >= len(ths) or ths[j] != th:
+            raise ValueError("tree threshold missing from the feature domain")
+        lo, hi = bounds[f]
+        can_left = any_allowed(f, lo, min(hi, j))
+        can_right = any_allowed(f, max(lo, j + 1), hi)
+        if can_left and can_right:
+            bl = dict(bounds)
+            bl[f] = (lo, min(hi, j))
+            br = dict(bounds)
+            br[f] = (max(lo, j + 1), hi)
+            stack.append((int(tree.left[node]), bl, [*conds, (f, j, True)]))
+            stack.append((int(tree.right[node]), br, [*conds, (f, j, False)]))
+        elif can_left:
+            stack.append((int(tree.left[node]), bounds, conds))
+        elif can_right:
+            stack.append((int(tree.right[node]), bounds, conds))
+    return out
+
+
 def _tree_key(t: Tree) -> bytes:
     return b"|".join(a.tobytes() for a in (t.feature, t.threshold, t.left, t.right))
 
@@ -132,46 +188,45 @@ class SeparationOracle:
 
     # ------------------------------------------------------------------ model building
     def _build_features(self) -> list[list[cp_model.IntVar]]:
+        """Order literals over the *allowed* cells only: ``lit[f][r-1]`` is true iff x_f
+        lies in the r-th allowed cell or above (0-based ranks). Thresholds that separate
+        no two allowed cells share a literal, so a binary feature needs one literal."""
         order = []
+        self._allowed_cells = []
+        self._rank = []  # rank[f][j]: number of allowed cells <= j (x_f > theta_j <=> rank >= it)
         for i in range(self.domain.n_features):
-            th = self.domain.thresholds[i]
-            lits = [self.model.new_bool_var(f"x{i}>{float(t)!r}") for t in th]
+            allowed = self.domain.allowed(i)
+            cells = np.flatnonzero(allowed)
+            lits = [self.model.new_bool_var(f"x{i}_rank>={r}") for r in range(1, len(cells))]
             for a, b in zip(lits[1:], lits[:-1]):
                 self.model.add_implication(a, b)
-            allowed = self.domain.allowed(i)
-            m = len(th)
-            for kcell in np.flatnonzero(~allowed):
-                clause = []
-                if kcell > 0:
-                    clause.append(lits[kcell - 1].Not())
-                if kcell < m:
-                    clause.append(lits[kcell])
-                self.model.add_bool_or(clause)
             order.append(lits)
+            self._allowed_cells.append(cells)
+            self._rank.append(np.cumsum(allowed)[:-1])
         return order
 
     def register(self, tree: Tree) -> int:
-        """Add a tree's leaf booleans (shared with any identical tree); return its slot."""
+        """Add a tree's leaf booleans (shared with any identical tree); return its slot.
+
+        Only leaves reachable inside the domain get a boolean, and a split that is
+        constant on the cells still possible at that node adds no literal.
+        """
         key = _tree_key(tree)
         if key in self._by_key:
             return self._by_key[key]
-        leaves = tree.leaves
+        paths = reachable_paths(tree, self.domain)
+        leaves = np.array(sorted(paths), np.int64)
         zs = [self.model.new_bool_var(f"t{len(self._slots)}l{leaf}") for leaf in leaves]
         self.model.add_exactly_one(zs)
-        paths = tree.paths()
         for z, leaf in zip(zs, leaves):
             lits = []
-            for f, th, goes_left in paths[int(leaf)]:
-                ths = self.domain.thresholds[f]
-                j = int(np.searchsorted(ths, np.float32(th)))
-                if j >= len(ths) or ths[j] != np.float32(th):
-                    raise ValueError("tree threshold missing from the feature domain")
-                lit = self._order[f][j]
+            for f, j, goes_left in paths[int(leaf)]:
+                lit = self._order[f][int(self._rank[f][j]) - 1]  # x_f > theta_j
                 lits.append(lit.Not() if goes_left else lit)
             if lits:
                 self.model.add_bool_and(lits).only_enforce_if(z)
         slot = len(self._slots)
-        self._slots.append(_Slot(tree, leaves, np.array([z.index for z in zs])))
+        self._slots.append(_Slot(tree, leaves, np.array([z.index for z in zs], np.int64)))
         self._by_key[key] = slot
         return slot
 
@@ -213,6 +268,64 @@ class SeparationOracle:
             return
         vars_ = [m.get_bool_var_from_proto_index(i) for i in idx]
         m.add(cp_model.LinearExpr.weighted_sum(vars_, coefs) >= rhs)
+
+    # ------------------------------------------------------- enumeration pre-search
+    def _grid(self):
+        """All allowed cell representatives when the domain is small, else None (cached).
+
+        Also caches, per grid point, the original's label if the point is clearly inside
+        the region (float64 margin above c_o by a safety slack; same for A(x)), else -1.
+        """
+        if hasattr(self, "_grid_cache"):
+            return self._grid_cache
+        sizes = [len(c) for c in self._allowed_cells]
+        self._grid_cache = None
+        if float(np.prod([float(v) for v in sizes])) <= ENUM_LIMIT:
+            import itertools
+
+            reps = [self.domain.reps[f][c] for f, c in enumerate(self._allowed_cells)]
+            grid = np.array(list(itertools.product(*reps)), np.float32).reshape(
+                -1, self.domain.n_features
+            )
+            orig = self.original
+            S = np.tile(orig.base, (len(grid), 1))
+            for t, tab in zip(orig.trees, orig.tables):
+                S += tab[t.apply(grid)]
+            y0 = np.argmax(S, axis=1)
+            top = S[np.arange(len(grid)), y0]
+            S2 = S.copy()
+            S2[np.arange(len(grid)), y0] = -np.inf
+            slack = 1e-6 * (np.abs(S).max(axis=1) + 1.0)
+            inside = top - S2.max(axis=1) > self.region.margin + slack
+            pl = self.region.plausibility
+            if pl is not None and self.region.delta_abs is not None:
+                A = sum(tab[t.apply(grid), 0] for t, tab in zip(pl.trees, pl.tables))
+                inside &= A >= self.region.delta_abs + 1e-6 * (np.abs(A) + 1.0)
+            self._grid_cache = (grid[inside], y0[inside])
+        return self._grid_cache
+
+    def enumerate_separation(
+        self, compressed: ScoreModel, e_req: float, per_pair: int = 4
+    ) -> list[PairResult]:
+        """Cheap pre-search on small domains: separating samples found by evaluating every
+        cell clearly inside the region. Finds samples only; it never proves anything."""
+        g = self._grid()
+        if g is None or len(g[0]) == 0:
+            return []
+        grid, y0 = g
+        S = np.tile(compressed.base, (len(grid), 1))
+        for t, tab in zip(compressed.trees, compressed.tables):
+            S += tab[t.apply(grid)]
+        own = S[np.arange(len(grid)), y0]
+        out = []
+        for y in range(S.shape[1]):
+            viol = np.flatnonzero((y0 != y) & (S[:, y] - own >= -2 * e_req))
+            if len(viol) == 0:
+                continue
+            worst = viol[np.argsort(own[viol] - S[viol, y], kind="stable")[:per_pair]]
+            for i in worst:
+                out.append(PairResult(int(y0[i]), y, "FEASIBLE", grid[i].copy()))
+        return out
 
     # ------------------------------------------------------------------------ solving
     def separate(
@@ -268,6 +381,8 @@ class SeparationOracle:
         solver = cp_model.CpSolver()
         solver.parameters.num_workers = workers
         solver.parameters.random_seed = self.seed
+        for key, value in CPSAT_PARAMS.items():
+            setattr(solver.parameters, key, value)
         for _ in range(MAX_SPURIOUS + 1):
             if time_limit is not None:
                 left = time_limit - (time.perf_counter() - t0)
@@ -306,7 +421,11 @@ class SeparationOracle:
 
     def _point(self, solver: cp_model.CpSolver) -> np.ndarray:
         cells = np.array(
-            [sum(int(solver.boolean_value(lit)) for lit in lits) for lits in self._order], np.int64
+            [
+                self._allowed_cells[f][sum(int(solver.boolean_value(lit)) for lit in lits)]
+                for f, lits in enumerate(self._order)
+            ],
+            np.int64,
         )
         return self.domain.representative(cells)
 

@@ -284,12 +284,12 @@ class Pace:
             left = self.remaining()
             if left is not None and left <= 0:
                 return PhaseResult(None, [], it, False)
-            results = self.oracle.separate(
-                ScoreModel.from_ensemble(cand),
-                required_margin(cand),
-                threads=self.cfg.threads,
-                time_limit=left,
-            )
+            sm = ScoreModel.from_ensemble(cand)
+            results = self.oracle.enumerate_separation(sm, required_margin(cand))
+            if not results:
+                results = self.oracle.separate(
+                    sm, required_margin(cand), threads=self.cfg.threads, time_limit=left
+                )
             found = [r for r in results if r.status == "FEASIBLE"]
             proved = sum(r.status == "INFEASIBLE" for r in results)
             self.say(

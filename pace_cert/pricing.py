@@ -1,0 +1,286 @@
+"""Pricing: generate improving learners from the L1 duals (paper §3, Proposition 1).
+
+With duals v(x, k) >= 0 of the L1 rows, a tree h has reduced cost
+
+    c(h) = 1 - sum_x sum_{k != y0(x)} v(x, k) (h_y0(x)(x) - h_k(x))
+         = 1 - sum_leaves sum_c h_c(leaf) * g_c(leaf),
+
+    g_c(leaf) = sum_{x in leaf, y0(x) = c} sum_{k != c} v(x, k) - sum_{x in leaf, y0(x) != c} v(x, c).
+
+For a fixed partition the best leaf values in the family (class distributions or hard
+votes: the simplex) are one-hot on argmax_c g_c(leaf) — closed form. Since the g_c of a
+leaf sum to zero, max_c g_c >= 0 and the best tree value is sum_leaves max_c g_c.
+
+* depth 1 (stumps): every feature and every cell boundary is enumerated with prefix
+  sums — exact over all stumps on the sample set (samples are cell representatives, so
+  any other threshold induces one of these partitions). "No improving stump" is then a
+  proof: the pricing kind is "exact".
+* deeper trees: candidates from scikit-learn CART on dual-weighted samples (several
+  seeds and per-class-pair targets) and a greedy builder on the exact objective; the
+  best reduced cost wins; the kind is "heuristic".
+
+Thresholds are snapped to existing cell boundaries so new trees never refine the
+feature cells (the oracle's domain stays fixed).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .domain import FeatureDomain
+from .ensemble import LEAF, Tree
+
+TOL = 1e-6
+
+
+def dual_matrix(duals: np.ndarray, y0: np.ndarray, k: int) -> np.ndarray:
+    """V[i, c] = dual of row (x_i, c); 0 at c = y0(x_i). Rows ordered as in margin_rows."""
+    n = len(y0)
+    V = np.zeros((n, k))
+    mask = np.ones((n, k), bool)
+    mask[np.arange(n), y0] = False
+    V[mask] = duals[: n * (k - 1)]
+    return V
+
+
+def gains(V: np.ndarray, y0: np.ndarray) -> np.ndarray:
+    """G[i, c]: contribution of sample i to g_c of the leaf holding it."""
+    n, k = V.shape
+    G = -V.copy()
+    G[np.arange(n), y0] = V.sum(axis=1)
+    return G
+
+
+def reduced_cost(tree: Tree, X: np.ndarray, G: np.ndarray) -> float:
+    """Exact c(h) = 1 - sum_i sum_c h_c(x_i) G[i, c] for a tree with given leaf values."""
+    H = tree.value[tree.apply(X)]
+    return float(1.0 - np.sum(H * G))
+
+
+@dataclass(frozen=True)
+class PricedTree:
+    tree: Tree
+    reduced_cost: float
+    source: str
+
+
+def _leaf_tree(feature, threshold, left, right, values) -> Tree:
+    return Tree(
+        np.asarray(feature, np.int64),
+        np.asarray(threshold, np.float32),
+        np.asarray(left, np.int64),
+        np.asarray(right, np.int64),
+        np.asarray(values, np.float64),
+    )
+
+
+def _onehot(g: np.ndarray) -> np.ndarray:
+    v = np.zeros_like(g)
+    v[int(np.argmax(g))] = 1.0
+    return v
+
+
+def best_split(cells: np.ndarray, G: np.ndarray, domain: FeatureDomain, idx: np.ndarray):
+    """Best single split of samples ``idx`` on the exact objective.
+
+    Returns (value, feature, threshold) with value = max_c g_c(left) + max_c g_c(right),
+    or None when no split separates the samples.
+    """
+    best = None
+    Gi = G[idx]
+    for f in range(domain.n_features):
+        th = domain.thresholds[f]
+        if len(th) == 0:
+            continue
+        c = cells[idx, f]
+        order = np.argsort(c, kind="stable")
+        cs = c[order]
+        pref = np.cumsum(Gi[order], axis=0)
+        total = pref[-1]
+        # boundaries between distinct consecutive cells: split "cell <= cs[j]"
+        cut = np.flatnonzero(cs[1:] != cs[:-1])
+        if len(cut) == 0:
+            continue
+        left = pref[cut]
+        val = left.max(axis=1) + (total - left).max(axis=1)
+        j = int(np.argmax(val))
+        if best is None or val[j] > best[0] + 1e-12:
+            # x <= theta_{cell+1} (0-based threshold index = cell) keeps cells <= cs[cut[j]]
+            best = (float(val[j]), f, th[int(cs[cut[j]])])
+    return best
+
+
+def exact_stump(X: np.ndarray, G: np.ndarray, domain: FeatureDomain) -> PricedTree | None:
+    """The best depth-1 tree over every feature and cell boundary (exact)."""
+    cells = domain.cell_index(X)
+    res = best_split(cells, G, domain, np.arange(len(X)))
+    if res is None:
+        return None
+    _, f, th = res
+    go_left = X[:, f] <= th
+    vals = np.zeros((3, G.shape[1]))
+    vals[1] = _onehot(G[go_left].sum(axis=0))
+    vals[2] = _onehot(G[~go_left].sum(axis=0))
+    t = _leaf_tree([f, LEAF, LEAF], [th, 0, 0], [1, LEAF, LEAF], [2, LEAF, LEAF], vals)
+    return PricedTree(t, reduced_cost(t, X, G), "exact-stump")
+
+
+def greedy_tree(X: np.ndarray, G: np.ndarray, domain: FeatureDomain, depth: int) -> Tree:
+    """Top-down tree on the exact objective (each split maximises its own children)."""
+    cells = domain.cell_index(X)
+    feature, threshold, left, right, values = [], [], [], [], []
+
+    def grow(idx: np.ndarray, d: int) -> int:
+        node = len(feature)
+        feature.append(LEAF)
+        threshold.append(0.0)
+        left.append(LEAF)
+        right.append(LEAF)
+        values.append(_onehot(G[idx].sum(axis=0)))
+        if d == 0 or len(idx) < 2:
+            return node
+        res = best_split(cells, G, domain, idx)
+        if res is None:
+            return node
+        _, f, th = res
+        go = X[idx, f] <= th
+        feature[node], threshold[node] = f, th
+        values[node] = np.zeros(G.shape[1])
+        left[node] = grow(idx[go], d - 1)
+        right[node] = grow(idx[~go], d - 1)
+        return node
+
+    grow(np.arange(len(X)), depth)
+    return _leaf_tree(feature, threshold, left, right, values)
+
+
+def snap_sklearn_tree(est, X: np.ndarray, G: np.ndarray, domain: FeatureDomain) -> Tree:
+    """Convert a fitted DecisionTreeClassifier to the IR with thresholds snapped to cell
+    boundaries (same partition of the samples) and optimal one-hot leaf values."""
+    t = est.tree_
+    n = t.node_count
+    feature = np.where(t.children_left == -1, LEAF, t.feature).astype(np.int64)
+    threshold = np.zeros(n, np.float32)
+    for node in np.flatnonzero(t.children_left != -1):
+        f = int(t.feature[node])
+        below = X[:, f][X[:, f] <= t.threshold[node]]
+        a = below.max() if len(below) else X[:, f].min()
+        th = domain.thresholds[f]
+        j = int(np.searchsorted(th, np.float32(a), side="left"))
+        threshold[node] = th[min(j, len(th) - 1)] if len(th) else np.float32(a)
+    left = np.where(t.children_left == -1, LEAF, t.children_left).astype(np.int64)
+    right = np.where(t.children_right == -1, LEAF, t.children_right).astype(np.int64)
+    tree = _leaf_tree(feature, threshold, left, right, np.zeros((n, G.shape[1])))
+    leaves = tree.apply(X)
+    values = np.zeros((n, G.shape[1]))
+    for leaf in tree.leaves:
+        values[leaf] = _onehot(G[leaves == leaf].sum(axis=0))
+    return _leaf_tree(feature, threshold, left, right, values)
+
+
+def heuristic_candidates(
+    X: np.ndarray,
+    y0: np.ndarray,
+    G: np.ndarray,
+    V: np.ndarray,
+    domain: FeatureDomain,
+    depth: int,
+    seed: int,
+    n_candidates: int,
+) -> list[PricedTree]:
+    """CART on dual-weighted samples (several variants) plus the greedy exact builder."""
+    from sklearn.tree import DecisionTreeClassifier
+
+    out = [PricedTree(t := greedy_tree(X, G, domain, depth), reduced_cost(t, X, G), "greedy")]
+    k = G.shape[1]
+    weights = V.sum(axis=1)
+    variants: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+    if weights.sum() > 0:
+        variants.append((np.arange(len(X)), y0, weights))
+    for a in range(k):
+        for b in range(a + 1, k):
+            if k == 2:
+                break
+            sel = np.flatnonzero((y0 == a) | (y0 == b))
+            other = np.where(y0[sel] == a, b, a)
+            w = V[sel, other]
+            if w.sum() > 0:
+                variants.append((sel, y0[sel], w))
+    rng = np.random.default_rng(seed)
+    for i in range(n_candidates):
+        if not variants:
+            break
+        sel, yy, w = variants[i % len(variants)]
+        if len(np.unique(yy)) < 2:
+            continue
+        est = DecisionTreeClassifier(
+            max_depth=depth,
+            random_state=int(rng.integers(2**31)),
+            max_features=None if i < len(variants) else "sqrt",
+        ).fit(X[sel], yy, sample_weight=w)
+        t = snap_sklearn_tree(est, X, G, domain)
+        out.append(PricedTree(t, reduced_cost(t, X, G), f"cart{i}"))
+    return out
+
+
+def price(
+    X: np.ndarray,
+    y0: np.ndarray,
+    duals: np.ndarray,
+    domain: FeatureDomain,
+    depth: int,
+    seed: int = 0,
+    n_candidates: int = 8,
+) -> tuple[PricedTree | None, str]:
+    """Best learner found and the pricing kind ("exact" for stumps, else "heuristic")."""
+    k = int(max(y0.max(initial=0) + 1, 2))
+    V = dual_matrix(duals, y0, k)
+    G = gains(V, y0)
+    if depth <= 1:
+        return exact_stump(X, G, domain), "exact"
+    cands = heuristic_candidates(X, y0, G, V, domain, depth, seed, n_candidates)
+    return min(cands, key=lambda p: p.reduced_cost), "heuristic"
+
+
+def generate(pace, l1, l1_sol):
+    """Phase 1 column generation: price → add → L1 + separation, until no learner
+    improves or the limits are hit. Returns (l1 result, l1 solution, kind, why stopped)."""
+    cfg = pace.cfg
+    depth = max(1, pace.original.max_depth)
+    k = pace.original.n_classes
+    kind = "exact" if depth <= 1 else "heuristic"
+    stop = "iteration limit"
+    for it in range(1, cfg.max_learners + 1):
+        if len(l1_sol.duals) != len(pace.X) * (k - 1):
+            raise AssertionError("dual vector does not match the sample set")
+        left = pace.remaining()
+        if left is not None and left <= 0:
+            stop = "time limit"
+            break
+        cand, kind = price(
+            pace.X,
+            pace.y0,
+            l1_sol.duals,
+            pace.domain,
+            depth,
+            cfg.seed + it,
+            cfg.pricing_candidates,
+        )
+        rc = cand.reduced_cost if cand is not None else 0.0
+        pace.reduced_costs.append(rc)
+        if cand is None or rc >= -TOL:
+            stop = "no improving learner" + (" (proved: exact pricing)" if kind == "exact" else "")
+            break
+        pace.learners.append(cand.tree)
+        pace.origin.append("new")
+        pace.say(f"[generate] learner {it}: reduced cost {rc:.6g} ({cand.source})")
+        new_l1, new_sol = pace.l1_phase(pace.learners)
+        if not new_l1.certified or new_sol is None:
+            stop = "time limit" if pace.remaining() is not None else "separation failed"
+            pace.learners.pop()
+            pace.origin.pop()
+            break
+        l1, l1_sol = new_l1, new_sol
+    return l1, l1_sol, kind, stop
