@@ -300,7 +300,7 @@ class SeparationOracle:
             pl = self.region.plausibility
             if pl is not None and self.region.delta_abs is not None:
                 A = sum(tab[t.apply(grid), 0] for t, tab in zip(pl.trees, pl.tables))
-                inside &= A >= self.region.delta_abs + 1e-6 * (np.abs(A) + 1.0)
+                inside &= self.region.delta_abs + 1e-6 * (np.abs(A) + 1.0) <= A
             self._grid_cache = (grid[inside], y0[inside])
         return self._grid_cache
 

@@ -338,9 +338,10 @@ class Pace:
 
     def l0_phase(
         self, learners: list[Tree], l1_value: float, warm: np.ndarray | None
-    ) -> PhaseResult:
+    ) -> tuple[PhaseResult, master.MasterSolution | None]:
         big_m = self.cfg.kappa * max(l1_value, 1e-9)
         self.big_m = big_m
+        last: dict[str, master.MasterSolution] = {}
 
         def solve(A: np.ndarray) -> master.MasterSolution:
             left = self.remaining()
@@ -349,63 +350,97 @@ class Pace:
                 if left is None
                 else min(self.cfg.l0_time_limit, max(left, 1))
             )
-            return master.solve_l0(
-                A, len(learners), big_m, warm=warm, threads=1, seed=self.cfg.seed, time_limit=tl
+            start = last["sol"] if "sol" in last else None
+            w = warm if start is None else np.r_[start.weights, start.offsets[1:]]
+            s = master.solve_l0(
+                A, len(learners), big_m, warm=w, threads=1, seed=self.cfg.seed, time_limit=tl
             )
+            last["sol"] = s
+            self.l0_optimal = s.optimal
+            return s
 
-        return self.faithful_loop("l0", solve, learners)
+        res = self.faithful_loop("l0", solve, learners)
+        return res, last.get("sol") if res.certified else None
 
     # ---------------------------------------------------------------- modes
     def run(self) -> CompressResult:
+        """prune: L1 → L0 on the original trees. generate: L1 → generation (L1 support).
+        pace: L1 → L0 on the original trees (kept as a fallback) → generation → L0 on the
+        enriched ensemble warm-started from the prune solution; the smallest certified
+        model wins, so PACE is never larger than prune-only."""
         cfg = self.cfg
         self.big_m = None
-        pricing, stop = "none", "not run"
+        self.pricing, self.stop = "none", "not run"
         self.say(
             f"original: {self.original.n_trees} trees, {self.original.n_classes} classes; "
             f"{len(self.X)} distinct samples in the region ({self.samples_dropped} rows dropped)"
         )
-        best: PhaseResult | None = None
-        best_phase = ""
+        self.best: tuple[PhaseResult, str] | None = None
+        self.l0_optimal: bool | None = None
         l1, l1_sol = self.l1_phase(self.learners)
         if l1.certified:
-            best, best_phase = l1, "l1"
+            self._offer(l1, "l1" if cfg.mode != "generate" else "l1-original")
+        prune_warm = None
+        if cfg.mode in ("prune", "pace") and l1.certified and l1_sol is not None:
+            warm = np.r_[l1_sol.weights, l1_sol.offsets[1:]]
+            l0, l0_sol = self.l0_phase(self.learners, l1_sol.objective, warm)
+            self._offer(l0, "l0")
+            if l0_sol is not None:
+                prune_warm = (l0_sol.weights, l0_sol.offsets)
         if cfg.mode in ("pace", "generate") and l1.certified:
             from .pricing import generate
 
-            l1, l1_sol, pricing, stop = generate(self, l1, l1_sol)
-            if l1.certified:
-                best, best_phase = l1, "l1"
-        l0_optimal = None
-        if cfg.mode in ("prune", "pace") and best is not None and l1_sol is not None:
-            warm = np.r_[l1_sol.weights, l1_sol.offsets[1:]]
-            l0 = self.l0_phase(self.learners, l1_sol.objective, warm)
-            l0_optimal = l0.optimal
-            if l0.certified and (best.model is None or l0.model.n_trees <= best.model.n_trees):
-                best, best_phase = l0, "l0"
-        certified = best is not None and best.model is not None
-        model = best.model if certified else self.original
+            if cfg.mode == "pace":  # duals must match the samples added by the L0 loop
+                l1, l1_sol = self.l1_phase(self.learners)
+            if l1.certified and l1_sol is not None:
+                l1, l1_sol, self.pricing, self.stop = generate(self, l1, l1_sol)
+            if cfg.mode == "generate" and l1.certified:
+                self.best = (l1, "l1-generated")
+            if cfg.mode == "pace" and l1.certified and l1_sol is not None:
+                n_new = len(self.learners) - self.original.n_trees
+                warm = np.r_[l1_sol.weights, l1_sol.offsets[1:]]
+                if prune_warm is not None:
+                    warm = np.r_[prune_warm[0], np.zeros(n_new), prune_warm[1][1:]]
+                l0, _ = self.l0_phase(self.learners, l1_sol.objective, warm)
+                self._offer(l0, "l0-enriched")
+        return self._result()
+
+    def _offer(self, res: PhaseResult, name: str) -> None:
+        """Keep the smallest certified model (trees, then leaves)."""
+        if not res.certified or res.model is None:
+            return
+        if self.best is not None:
+            cur = self.best[0].model
+            if (cur.n_trees, cur.n_leaves) <= (res.model.n_trees, res.model.n_leaves):
+                return
+        self.best = (res, name)
+
+    def _result(self) -> CompressResult:
+        best = self.best
+        certified = best is not None
+        model = best[0].model if certified else self.original
         return CompressResult(
             original=self.original,
             compressed=model,
             certified=certified,
             status="certified" if certified else "inconclusive",
-            proof=best.proof if certified else [],
+            proof=best[0].proof if certified else [],
             history=self.history,
             domain=self.domain,
             region=self.region,
             l1_values=self.l1_values,
             reduced_costs=self.reduced_costs,
-            pricing=pricing,
-            generation_stop=stop,
+            pricing=self.pricing,
+            generation_stop=self.stop,
             samples_kept=self.samples_kept,
             samples_dropped=self.samples_dropped,
             e_req=required_margin(model) if certified else 0.0,
             big_m=self.big_m,
-            l0_optimal=l0_optimal,
+            l0_optimal=self.l0_optimal,
             seconds=time.perf_counter() - self.t0,
             plausibility=self.plausibility,
-            weights=best.weights if certified else [],
-            phase=best_phase,
+            weights=best[0].weights if certified else [],
+            phase=best[1] if certified else "",
         )
 
 

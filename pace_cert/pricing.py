@@ -231,11 +231,12 @@ def price(
     duals: np.ndarray,
     domain: FeatureDomain,
     depth: int,
+    n_classes: int,
     seed: int = 0,
     n_candidates: int = 8,
 ) -> tuple[PricedTree | None, str]:
     """Best learner found and the pricing kind ("exact" for stumps, else "heuristic")."""
-    k = int(max(y0.max(initial=0) + 1, 2))
+    k = n_classes
     V = dual_matrix(duals, y0, k)
     G = gains(V, y0)
     if depth <= 1:
@@ -265,6 +266,7 @@ def generate(pace, l1, l1_sol):
             l1_sol.duals,
             pace.domain,
             depth,
+            k,
             cfg.seed + it,
             cfg.pricing_candidates,
         )
@@ -278,7 +280,8 @@ def generate(pace, l1, l1_sol):
         pace.say(f"[generate] learner {it}: reduced cost {rc:.6g} ({cand.source})")
         new_l1, new_sol = pace.l1_phase(pace.learners)
         if not new_l1.certified or new_sol is None:
-            stop = "time limit" if pace.remaining() is not None else "separation failed"
+            left = pace.remaining()
+            stop = "time limit" if left is not None and left <= 0 else "separation round cap"
             pace.learners.pop()
             pace.origin.pop()
             break

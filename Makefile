@@ -1,0 +1,42 @@
+# pace-cert — every target creates/uses the project venv in .venv
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test test-slow lint schema bench-quick bench-full clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e ".[dev]"
+	touch $(STAMP)
+
+## demo: install, train a random forest on a bundled dataset, compress, verify
+demo: $(STAMP)
+	$(BIN)/pace-cert demo --out demo-out
+
+## test: install and run the default test suite (slow tests excluded)
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -n 2 tests
+
+## test-slow: the long-running tests only
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -q -n 2 -m slow tests
+
+lint: $(STAMP)
+	$(BIN)/ruff check pace_cert cli tests benchmarks examples
+	$(BIN)/ruff format --check pace_cert cli tests benchmarks examples
+
+## schema: regenerate schemas/certificate.schema.json from the pydantic models
+schema: $(STAMP)
+	$(BIN)/python -m pace_cert.certificate schemas/certificate.schema.json
+
+bench-quick: $(STAMP)
+	$(BIN)/python benchmarks/harness.py quick
+
+bench-full: $(STAMP)
+	$(BIN)/python benchmarks/harness.py full
+
+clean:
+	rm -rf demo-out .pytest_cache

@@ -1,0 +1,77 @@
+"""Shared builders for the tests: small trained ensembles and hand-made ONNX models."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper
+
+from pace_cert import zoo
+
+
+def binned(name: str) -> tuple[np.ndarray, np.ndarray]:
+    X, y, _ = zoo.load_dataset(name)
+    return zoo.bin_features(X).astype(np.float32), y
+
+
+def trained(kind: str, name: str, n: int, depth: int, seed: int = 0, labels=None):
+    """(sklearn model, onnx model, X float32, y) for a bundled dataset."""
+    X, y = binned(name)
+    if labels is not None:
+        y = np.asarray(labels)[y]
+    m = zoo.make_model(kind, n, depth, seed).fit(X, y)
+    return m, zoo.export_onnx(m, X.shape[1]), X, y
+
+
+def small_problem(seed: int, n_features: int = 3, n_classes: int = 2, n_rows: int = 120):
+    """A random small dataset on a coarse grid: few distinct thresholds per feature."""
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 4, size=(n_rows, n_features)).astype(np.float32)
+    w = rng.normal(size=(n_features, n_classes))
+    y = np.argmax(X @ w + rng.normal(scale=1.0, size=(n_rows, n_classes)), axis=1)
+    if len(np.unique(y)) < n_classes:
+        y[:n_classes] = np.arange(n_classes)
+    return X, y
+
+
+def tec_model(
+    class_ids, weights, modes=("BRANCH_LEQ",), threshold=0.0, base=None, labels=(0, 1), n_features=1
+) -> onnx.ModelProto:
+    """One stump TreeEnsembleClassifier: x0 <mode> threshold -> leaf 1 else leaf 2.
+
+    ``class_ids``/``weights`` list the (leaf-1 entries..., leaf-2 entries...) in order;
+    half of them belong to each leaf.
+    """
+    half = len(class_ids) // 2
+    kw = dict(
+        nodes_treeids=[0, 0, 0],
+        nodes_nodeids=[0, 1, 2],
+        nodes_featureids=[0, 0, 0],
+        nodes_values=[float(threshold), 0.0, 0.0],
+        nodes_modes=[modes[0], "LEAF", "LEAF"],
+        nodes_truenodeids=[1, 0, 0],
+        nodes_falsenodeids=[2, 0, 0],
+        class_treeids=[0] * len(class_ids),
+        class_nodeids=[1] * half + [2] * half,
+        class_ids=list(class_ids),
+        class_weights=[float(w) for w in weights],
+        classlabels_int64s=list(labels),
+        post_transform="NONE",
+    )
+    if base is not None:
+        kw["base_values"] = list(base)
+    node = helper.make_node(
+        "TreeEnsembleClassifier", ["X"], ["label", "probabilities"], domain="ai.onnx.ml", **kw
+    )
+    g = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [None, n_features])],
+        [
+            helper.make_tensor_value_info("label", TensorProto.INT64, [None]),
+            helper.make_tensor_value_info("probabilities", TensorProto.FLOAT, [None, len(labels)]),
+        ],
+    )
+    return helper.make_model(
+        g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)]
+    )

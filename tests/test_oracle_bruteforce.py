@@ -1,0 +1,133 @@
+"""Soundness of the separation oracle against brute force over every cell (SPEC §5).
+
+For small models (3 features, few thresholds) every cell representative is evaluated
+with onnxruntime on both ONNX files. Wherever the oracle says INFEASIBLE for a pair
+(y0, y), no cell inside the region has original label y0 and compressed label y, and
+the compressed y0-margin exceeds E_req there. Wherever it returns a point, the point
+lies in the region, the original labels it y0 and the compressed model's margin is
+within the stated rounding slack of a disagreement.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from pace_cert import zoo
+from pace_cert.domain import build_domain, infer_binary
+from pace_cert.ensemble import Ensemble
+from pace_cert.onnx_reader import OnnxModelInfo, ensemble_from_model
+from pace_cert.onnx_writer import ensemble_to_onnx
+from pace_cert.oracle import RegionSpec, ScoreModel, SeparationOracle
+from pace_cert.pace import fold, region_margin, required_margin
+from pace_cert.region import region_mask
+from pace_cert.runtime import labels, session
+
+from .helpers import small_problem
+
+
+def _candidates(original: Ensemble, rng) -> list[Ensemble]:
+    """Random sub-ensembles with random weights and offsets, folded to float32."""
+    out = []
+    for _ in range(4):
+        w = rng.uniform(0, 1, original.n_trees) * (rng.uniform(size=original.n_trees) < 0.6)
+        if not w.any():
+            w[0] = 1.0
+        offsets = np.r_[0.0, rng.normal(scale=0.2, size=original.n_classes - 1)]
+        model, _ = fold(
+            list(original.trees),
+            w,
+            offsets,
+            original.classes,
+            ["original"] * original.n_trees,
+            original.n_features,
+            1e-9,
+        )
+        out.append(model)
+    # and the original itself, written in our format (a faithful candidate)
+    model, _ = fold(
+        list(original.trees),
+        original.weights,
+        original.base,
+        original.classes,
+        ["original"] * original.n_trees,
+        original.n_features,
+        0,
+    )
+    out.append(model)
+    return out
+
+
+def _check(original, orig_onnx, cand, eta, forest, binary):
+    info = OnnxModelInfo("X", "label", "probabilities", False)
+    comp_onnx = ensemble_to_onnx(cand, info).SerializeToString()
+    pl = (
+        None
+        if forest is None
+        else ScoreModel(forest.trees, tuple(t.value for t in forest.trees), np.zeros(1))
+    )
+    trees = [*original.trees, *cand.trees, *(forest.trees if forest else [])]
+    dom = build_domain(trees, original.n_features, binary)
+    c_o = region_margin(original, eta)
+    region = RegionSpec(c_o, pl, None if forest is None else forest.delta_abs)
+    oracle = SeparationOracle(dom, ScoreModel.from_ensemble(original), region)
+    e_req = required_margin(cand)
+    results = oracle.separate(ScoreModel.from_ensemble(cand), e_req, threads=1)
+
+    reps = [dom.reps[i][dom.allowed(i)] for i in range(dom.n_features)]
+    grid = np.array(list(itertools.product(*reps)), np.float32)
+    inside = region_mask(original, c_o, forest, grid, dom)
+    lo = labels(session(orig_onnx), grid)
+    lc = labels(session(comp_onnx), grid)
+    assert np.array_equal(lc, cand.predict(grid))  # writer == IR
+    S = cand.scores(grid)
+    idx = {c: i for i, c in enumerate(original.classes)}
+    for r in results:
+        y0, y = r.y0, r.y
+        if r.status == "INFEASIBLE":
+            sel = inside & (np.array([idx[v] for v in lo]) == y0)
+            assert not np.any(sel & (np.array([idx[v] for v in lc]) == y)), "false proof"
+            assert np.all(S[sel, y] - S[sel, y0] < -e_req), "strict margin claim is false"
+        elif r.status == "FEASIBLE":
+            x = r.point[None, :]
+            assert region_mask(original, c_o, forest, x, dom)[0], "point outside the region"
+            assert idx[labels(session(orig_onnx), x)[0]] == y0
+            s = cand.scores(x)[0]
+            assert s[y] - s[y0] >= -e_req - 2 * r.error_bound
+        else:
+            pytest.fail("UNKNOWN without a time limit")
+    return results
+
+
+@pytest.mark.parametrize("kind", ["rf", "ada"])
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("eta", [0.0, 0.2])
+def test_oracle_matches_brute_force(kind, n_classes, eta):
+    statuses = set()
+    for seed in range(3):
+        X, y = small_problem(seed, n_features=3, n_classes=n_classes)
+        m = zoo.make_model(kind, 6, 2, seed).fit(X, y)
+        model = zoo.export_onnx(m, 3)
+        original, _ = ensemble_from_model(model)
+        rng = np.random.default_rng(seed)
+        for cand in _candidates(original, rng):
+            for r in _check(original, model.SerializeToString(), cand, eta, None, None):
+                statuses.add(r.status)
+    assert statuses == {"INFEASIBLE", "FEASIBLE"}  # both outcomes were exercised
+
+
+@pytest.mark.parametrize("delta", [0.1, 0.3])
+def test_oracle_with_plausibility_and_binary_domain(delta):
+    from pace_cert.plausibility import fit_plausibility
+
+    rng = np.random.default_rng(7)
+    X = rng.integers(0, 2, size=(200, 4)).astype(np.float32)
+    y = ((X[:, 0] + X[:, 1] * X[:, 2] + rng.uniform(size=200)) > 1.2).astype(int)
+    m = zoo.make_model("rf", 6, 2, 0).fit(X, y)
+    model = zoo.export_onnx(m, 4)
+    original, _ = ensemble_from_model(model)
+    forest = fit_plausibility(X, delta, n_estimators=10, seed=0)
+    for cand in _candidates(original, rng):
+        _check(original, model.SerializeToString(), cand, 0.1, forest, infer_binary(X))
