@@ -304,6 +304,10 @@ class SeparationOracle:
             self._grid_cache = (grid[inside], y0[inside])
         return self._grid_cache
 
+    def can_enumerate(self) -> bool:
+        """Whether the domain is small enough for the enumeration pre-search."""
+        return self._grid() is not None
+
     def enumerate_separation(
         self, compressed: ScoreModel, e_req: float, per_pair: int = 4
     ) -> list[PairResult]:

@@ -50,6 +50,8 @@ class CompressConfig:
     max_rounds: int = 500
     max_learners: int = 200  # generated learners cap (pace / generate)
     pricing_candidates: int = 8
+    columns_per_round: int = 3  # improving learners added per pricing round
+    stall_rounds: int = 8  # stop generation after this many rounds without L1 progress
 
 
 @dataclass
@@ -275,9 +277,19 @@ class Pace:
 
     # ---------------------------------------------------------------- one phase
     def faithful_loop(
-        self, phase: str, solve: Callable[[np.ndarray], master.MasterSolution], learners: list[Tree]
+        self,
+        phase: str,
+        solve: Callable[[np.ndarray], master.MasterSolution],
+        learners: list[Tree],
+        certify: bool = True,
     ) -> PhaseResult:
-        """Solve, separate, add samples, repeat until every pair is proved."""
+        """Solve, separate, add samples, repeat until every pair is proved.
+
+        With ``certify=False`` on a small domain, separation uses the enumeration
+        pre-search only and the loop ends, uncertified, when it finds nothing: used for
+        intermediate L1 models of the generation phase, which are never output.
+        """
+        screen_only = not certify and self.oracle.can_enumerate()
         for it in range(1, self.cfg.max_rounds + 1):
             sol = solve(self.matrix(learners))
             cand, keep = self.candidate(sol, learners)
@@ -286,15 +298,22 @@ class Pace:
                 return PhaseResult(None, [], it, False)
             sm = ScoreModel.from_ensemble(cand)
             results = self.oracle.enumerate_separation(sm, required_margin(cand))
+            if not results and screen_only:
+                return PhaseResult(None, [], it, False, sol.objective, sol.optimal)
             if not results:
                 results = self.oracle.separate(
                     sm, required_margin(cand), threads=self.cfg.threads, time_limit=left
                 )
             found = [r for r in results if r.status == "FEASIBLE"]
             proved = sum(r.status == "INFEASIBLE" for r in results)
+            how = (
+                f"{len(found)} separating samples by enumeration"
+                if found and not proved and all(r.seconds == 0.0 for r in results)
+                else f"pairs proved {proved}/{len(results)}"
+            )
             self.say(
                 f"[{phase}] round {it}: {cand.n_trees} trees, objective {sol.objective:.6g}, "
-                f"pairs proved {proved}/{len(results)}, samples {len(self.X)}"
+                f"{how}, samples {len(self.X)}"
             )
             if not found:
                 certified = proved == len(results)
@@ -323,7 +342,9 @@ class Pace:
                 self.add_sample(x)
         return PhaseResult(None, [], self.cfg.max_rounds, False)
 
-    def l1_phase(self, learners: list[Tree]) -> tuple[PhaseResult, master.MasterSolution | None]:
+    def l1_phase(
+        self, learners: list[Tree], certify: bool = True
+    ) -> tuple[PhaseResult, master.MasterSolution | None]:
         last: dict[str, master.MasterSolution] = {}
 
         def solve(A: np.ndarray) -> master.MasterSolution:
@@ -331,15 +352,17 @@ class Pace:
             last["sol"] = s
             return s
 
-        res = self.faithful_loop("l1", solve, learners)
-        if res.certified:
-            self.l1_values.append(res.objective or 0.0)
+        res = self.faithful_loop("l1", solve, learners, certify)
+        if res.objective is not None:
+            self.l1_values.append(res.objective)
         return res, last.get("sol")
 
     def l0_phase(
         self, learners: list[Tree], l1_value: float, warm: np.ndarray | None
     ) -> tuple[PhaseResult, master.MasterSolution | None]:
         big_m = self.cfg.kappa * max(l1_value, 1e-9)
+        if warm is not None:  # keep the warm start (e.g. the prune-only solution) feasible
+            big_m = max(big_m, 2.0 * float(np.max(warm[: len(learners)], initial=0.0)))
         self.big_m = big_m
         last: dict[str, master.MasterSolution] = {}
 
@@ -396,7 +419,7 @@ class Pace:
                 l1, l1_sol, self.pricing, self.stop = generate(self, l1, l1_sol)
             if cfg.mode == "generate" and l1.certified:
                 self.best = (l1, "l1-generated")
-            if cfg.mode == "pace" and l1.certified and l1_sol is not None:
+            if cfg.mode == "pace" and l1_sol is not None:
                 n_new = len(self.learners) - self.original.n_trees
                 warm = np.r_[l1_sol.weights, l1_sol.offsets[1:]]
                 if prune_warm is not None:

@@ -236,23 +236,52 @@ def price(
     n_candidates: int = 8,
 ) -> tuple[PricedTree | None, str]:
     """Best learner found and the pricing kind ("exact" for stumps, else "heuristic")."""
-    k = n_classes
-    V = dual_matrix(duals, y0, k)
+    cands, kind = price_all(X, y0, duals, domain, depth, n_classes, seed, n_candidates)
+    return (cands[0] if cands else None), kind
+
+
+def price_all(
+    X: np.ndarray,
+    y0: np.ndarray,
+    duals: np.ndarray,
+    domain: FeatureDomain,
+    depth: int,
+    n_classes: int,
+    seed: int = 0,
+    n_candidates: int = 8,
+) -> tuple[list[PricedTree], str]:
+    """Every distinct candidate, best reduced cost first, and the pricing kind."""
+    V = dual_matrix(duals, y0, n_classes)
     G = gains(V, y0)
     if depth <= 1:
-        return exact_stump(X, G, domain), "exact"
+        best = exact_stump(X, G, domain)
+        return ([best] if best is not None else []), "exact"
     cands = heuristic_candidates(X, y0, G, V, domain, depth, seed, n_candidates)
-    return min(cands, key=lambda p: p.reduced_cost), "heuristic"
+    cands.sort(key=lambda p: p.reduced_cost)
+    out, seen = [], set()
+    for c in cands:
+        key = c.tree.feature.tobytes() + c.tree.threshold.tobytes() + c.tree.value.tobytes()
+        if key not in seen:
+            seen.add(key)
+            out.append(c)
+    return out, "heuristic"
 
 
 def generate(pace, l1, l1_sol):
     """Phase 1 column generation: price → add → L1 + separation, until no learner
-    improves or the limits are hit. Returns (l1 result, l1 solution, kind, why stopped)."""
+    improves, progress stalls, or the limits are hit.
+
+    Intermediate L1 models are never output, so on small domains their separation uses
+    the enumeration pre-search only; whatever the mode returns is certified afterwards
+    (generate: a final certified L1 loop; pace: the L0 loop). Returns (l1 result, l1
+    solution, pricing kind, why generation stopped)."""
     cfg = pace.cfg
     depth = max(1, pace.original.max_depth)
     k = pace.original.n_classes
     kind = "exact" if depth <= 1 else "heuristic"
-    stop = "iteration limit"
+    stop = "learner limit"
+    best_obj, stalled = l1_sol.objective, 0
+    certified_last = l1.certified
     for it in range(1, cfg.max_learners + 1):
         if len(l1_sol.duals) != len(pace.X) * (k - 1):
             raise AssertionError("dual vector does not match the sample set")
@@ -260,7 +289,7 @@ def generate(pace, l1, l1_sol):
         if left is not None and left <= 0:
             stop = "time limit"
             break
-        cand, kind = price(
+        cands, kind = price_all(
             pace.X,
             pace.y0,
             l1_sol.duals,
@@ -270,20 +299,38 @@ def generate(pace, l1, l1_sol):
             cfg.seed + it,
             cfg.pricing_candidates,
         )
-        rc = cand.reduced_cost if cand is not None else 0.0
-        pace.reduced_costs.append(rc)
-        if cand is None or rc >= -TOL:
+        improving = [c for c in cands if c.reduced_cost < -TOL][: cfg.columns_per_round]
+        pace.reduced_costs.append(cands[0].reduced_cost if cands else 0.0)
+        if not improving:
             stop = "no improving learner" + (" (proved: exact pricing)" if kind == "exact" else "")
             break
-        pace.learners.append(cand.tree)
-        pace.origin.append("new")
-        pace.say(f"[generate] learner {it}: reduced cost {rc:.6g} ({cand.source})")
-        new_l1, new_sol = pace.l1_phase(pace.learners)
-        if not new_l1.certified or new_sol is None:
+        for c in improving:
+            pace.learners.append(c.tree)
+            pace.origin.append("new")
+        pace.say(
+            f"[generate] round {it}: +{len(improving)} learners "
+            f"(best reduced cost {improving[0].reduced_cost:.6g}, {improving[0].source}), "
+            f"{len(pace.learners)} in the pool"
+        )
+        new_l1, new_sol = pace.l1_phase(pace.learners, certify=False)
+        if (
+            new_sol is None
+            or new_l1.objective is None
+            or (not new_l1.certified and not pace.oracle.can_enumerate())
+        ):
             left = pace.remaining()
             stop = "time limit" if left is not None and left <= 0 else "separation round cap"
-            pace.learners.pop()
-            pace.origin.pop()
+            del pace.learners[-len(improving) :]
+            del pace.origin[-len(improving) :]
             break
-        l1, l1_sol = new_l1, new_sol
+        l1, l1_sol, certified_last = new_l1, new_sol, new_l1.certified
+        if new_sol.objective < best_obj - 1e-9 * max(1.0, abs(best_obj)):
+            best_obj, stalled = new_sol.objective, 0
+        else:
+            stalled += 1
+            if stalled >= cfg.stall_rounds:
+                stop = f"stalled ({cfg.stall_rounds} rounds without L1 progress)"
+                break
+    if not certified_last and cfg.mode == "generate":
+        l1, l1_sol = pace.l1_phase(pace.learners)  # the result of generate must be certified
     return l1, l1_sol, kind, stop
