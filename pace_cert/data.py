@@ -68,7 +68,8 @@ def read_csv(
                 raise InputError(p, f"row {r_i}, column {header[c]!r}: {r[c]!r} is not finite")
             X[r_i - 2, j] = v
         labels.append(r[t_col].strip())
-    X32 = X.astype(np.float32)
+    with np.errstate(over="ignore"):
+        X32 = X.astype(np.float32)
     if not np.isfinite(X32).all():
         raise InputError(p, "a value overflows float32")
     y = _label_indices(p, labels, classes)

@@ -253,18 +253,27 @@ class SeparationOracle:
         return conds
 
     def _post(self, m: cp_model.CpModel, slots: list[int], cond: ScaledCondition) -> None:
+        """Post ``sum coefs * z >= rhs`` (coefficients shifted to be non-negative).
+
+        A right-hand side below the smallest reachable sum is dropped (always true); one
+        above the largest makes the model infeasible outright; either way CP-SAT never
+        sees a bound outside int64.
+        """
         idx: list[int] = []
         coefs: list[int] = []
         rhs = cond.rhs
+        top = 0
         for slot, a in zip(slots, cond.coefs):
             lo = int(a.min()) if a.size else 0
             rhs -= lo  # exactly one leaf per tree: shift to non-negative coefficients
             nz = np.flatnonzero(a != lo)
             idx.extend(int(v) for v in self._slots[slot].var_index[nz])
             coefs.extend(int(v) for v in (a[nz] - lo))
-        if not idx:
-            if rhs > 0:
-                m.add_bool_or([])  # the condition is false everywhere
+            top += int(a.max()) - lo if a.size else 0
+        if rhs <= 0:
+            return  # every leaf combination satisfies it
+        if rhs > top:
+            m.add_bool_or([])  # no leaf combination satisfies it
             return
         vars_ = [m.get_bool_var_from_proto_index(i) for i in idx]
         m.add(cp_model.LinearExpr.weighted_sum(vars_, coefs) >= rhs)

@@ -134,6 +134,11 @@ def run_verify(
     if orig.n_features != comp.n_features:
         raise InputError(compressed_path, "input width differs from the original's")
 
+    eta = cert.region.eta
+    if not np.isfinite(eta) or eta < 0 or (orig.kind == "voting" and eta >= 1):
+        raise InputError(cert_path, f"certificate states an invalid eta ({eta})")
+    if not 0.0 <= cert.region.delta <= 1.0:
+        raise InputError(cert_path, f"certificate states an invalid delta ({cert.region.delta})")
     forest = _plausibility(cert, Path(compressed_path))
     dom = cert.region.domain
     binary = np.zeros(orig.n_features, bool)

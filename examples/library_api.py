@@ -1,0 +1,45 @@
+"""Compress and verify from Python: train, export, compress (prune-only), check.
+
+Run from the repository root: ``.venv/bin/python examples/library_api.py [OUT_DIR]``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from pace_cert import zoo
+from pace_cert.app import run_compress
+from pace_cert.pace import CompressConfig
+from pace_cert.runtime import labels, session
+from pace_cert.verify import run_verify
+
+
+def main(out: Path) -> int:
+    out.mkdir(parents=True, exist_ok=True)
+    X, y, names = zoo.load_dataset("cancer")
+    X = zoo.bin_features(X)
+    Xtr, Xte, ytr, yte = zoo.split(X, y)
+    forest = zoo.make_model("ada", 50, 1).fit(Xtr, ytr)  # AdaBoost, 50 stumps
+    (out / "ada.onnx").write_bytes(zoo.export_onnx(forest, X.shape[1]).SerializeToString())
+    zoo.write_csv(out / "train.csv", Xtr, ytr, names)
+
+    cfg = CompressConfig(mode="prune")  # global faithfulness: eta = delta = 0
+    res = run_compress(out / "ada.onnx", out / "train.csv", out / "prune", cfg)
+    s = res.certificate.summary
+    print(f"{res.status}: {s.trees_before} -> {s.trees_after} trees in {s.seconds:.1f}s")
+
+    rep = run_verify(out / "ada.onnx", out / "prune" / "compressed.onnx",
+                     out / "prune" / "certificate.json")
+    print(f"verify: {rep.status} ({rep.message})")
+
+    lo = labels(session((out / "ada.onnx").read_bytes()), Xte.astype(np.float32))
+    lc = labels(session((out / "prune" / "compressed.onnx").read_bytes()), Xte.astype(np.float32))
+    print(f"held-out agreement with the original: {np.mean(lo == lc):.4f}")
+    return max(res.exit_code, rep.exit_code)
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("out/library")))
