@@ -101,6 +101,13 @@ def compress(
     binary: Annotated[
         str, typer.Option(help="infer: 0/1-valued training columns stay in {0,1}; none: off.")
     ] = "infer",
+    milp: Annotated[
+        str,
+        typer.Option(
+            help="L0 solver: auto (gurobipy when installed and within its size-limited "
+            "licence, else HiGHS), highs, gurobi."
+        ),
+    ] = "auto",
     as_json: JsonOpt = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress lines.")] = False,
     debug: DebugOpt = False,
@@ -115,6 +122,8 @@ def compress(
             raise InputError(None, f"--bounds must be none or data, got {bounds!r}")
         if binary not in ("infer", "none"):
             raise InputError(None, f"--binary must be infer or none, got {binary!r}")
+        if milp not in ("auto", "highs", "gurobi"):
+            raise InputError(None, f"--milp must be auto, highs or gurobi, got {milp!r}")
         cfg = CompressConfig(
             mode=mode,
             eta=eta,
@@ -124,6 +133,7 @@ def compress(
             seed=seed,
             bounds=bounds,
             binary=binary,
+            milp=milp,
         )
         res = run_compress(model, data, out, cfg, target, _progress(quiet))
         s = res.certificate.summary

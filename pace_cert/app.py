@@ -202,7 +202,7 @@ def build_certificate(
     return Certificate(
         tool_version=__version__,
         created=now_iso(),
-        solvers=solver_versions(),
+        solvers=solver_versions(r.gurobi_used),
         cpsat=CpSatParameters(
             num_workers_per_pair="max(1, threads // pairs)",
             random_seed=cfg.seed,

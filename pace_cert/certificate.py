@@ -173,14 +173,18 @@ def sha256_file(path: str | Path) -> str:
     return h.hexdigest()
 
 
-def solver_versions() -> Solvers:
+def solver_versions(gurobi_used: bool = False) -> Solvers:
     def v(name: str) -> str | None:
         try:
             return metadata.version(name)
         except metadata.PackageNotFoundError:
             return None
 
-    return Solvers(ortools=v("ortools") or "?", highspy=v("highspy") or "?", gurobipy=None)
+    return Solvers(
+        ortools=v("ortools") or "?",
+        highspy=v("highspy") or "?",
+        gurobipy=v("gurobipy") if gurobi_used else None,
+    )
 
 
 def label(classes: np.ndarray, i: int) -> Label:

@@ -114,6 +114,22 @@ def solve_l1(A: np.ndarray, n_learners: int, *, threads: int = 1, seed: int = 0)
     )
 
 
+def solve_on_support(
+    A: np.ndarray, n_learners: int, support: np.ndarray, *, seed: int = 0
+) -> MasterSolution | None:
+    """L1 weights restricted to ``support`` (other weights fixed to 0), or None when the
+    rows cannot be met on that support. If an optimal L0 support stays feasible after rows
+    are added, it is still optimal: adding rows never lowers the L0 optimum."""
+    cols = np.r_[np.asarray(support, np.int64), np.arange(n_learners, A.shape[1])]
+    try:
+        sub = solve_l1(A[:, cols], len(support), seed=seed)
+    except RuntimeError:
+        return None
+    w = np.zeros(n_learners)
+    w[np.asarray(support, np.int64)] = sub.weights
+    return MasterSolution(w, sub.offsets, float(np.sum(w > 0)), None, True, "support re-solve")
+
+
 def solve_l0(
     A: np.ndarray,
     n_learners: int,
@@ -143,6 +159,7 @@ def solve_l0(
     idx = np.arange(n_cols, n_cols + T, dtype=np.int32)
     h.changeColsIntegrality(T, idx, np.array([highspy.HighsVarType.kInteger] * T))
     h.setOptionValue("mip_rel_gap", 0.0)
+    h.setOptionValue("mip_abs_gap", 0.999)
     if warm is not None:
         sol = highspy.HighsSolution()
         w = np.minimum(
@@ -167,6 +184,75 @@ def solve_l0(
         optimal=st == highspy.HighsModelStatus.kOptimal,
         status=h.modelStatusToString(st),
     )
+
+
+GUROBI_SIZE_LIMIT = 2000  # the pip licence's limit on variables and on constraints
+
+
+def gurobi_available() -> bool:
+    try:
+        import gurobipy  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def l0_size(A: np.ndarray, n_learners: int) -> tuple[int, int]:
+    """(variables, constraints) of problem P for the Gurobi licence check."""
+    return A.shape[1] + n_learners, A.shape[0] + n_learners
+
+
+def solve_l0_gurobi(
+    A: np.ndarray,
+    n_learners: int,
+    big_m: float,
+    *,
+    warm: np.ndarray | None = None,
+    threads: int = 1,
+    seed: int = 0,
+    time_limit: float | None = None,
+) -> MasterSolution:
+    """Problem P on gurobipy (same formulation as :func:`solve_l0`)."""
+    import gurobipy as gp
+
+    T = n_learners
+    nb = A.shape[1] - T
+    env = gp.Env(empty=True)
+    env.setParam("OutputFlag", 0)
+    env.start()
+    try:
+        m = gp.Model(env=env)
+        m.Params.Threads = max(1, threads)
+        m.Params.Seed = seed
+        m.Params.MIPGap = 0.0
+        m.Params.MIPGapAbs = 0.999
+        if time_limit is not None:
+            m.Params.TimeLimit = max(time_limit, 0.01)
+        w = m.addMVar(T, lb=0.0)
+        b = m.addMVar(nb, lb=-gp.GRB.INFINITY)
+        u = m.addMVar(T, vtype=gp.GRB.BINARY)
+        m.addConstr(A[:, :T] @ w + A[:, T:] @ b >= 1.0)
+        m.addConstr(w <= big_m * u)
+        m.setObjective(u.sum(), gp.GRB.MINIMIZE)
+        if warm is not None:
+            ww = np.minimum(np.asarray(warm[:T], float), big_m)
+            w.Start = ww
+            u.Start = (ww > 0).astype(float)
+            b.Start = np.asarray(warm[T : T + nb], float)
+        m.optimize()
+        if m.SolCount == 0:
+            raise RuntimeError(f"L0 master (gurobi) found no solution: status {m.Status}")
+        uu = u.X
+        return MasterSolution(
+            weights=np.where(uu > 0.5, np.maximum(w.X, 0.0), 0.0),
+            offsets=np.r_[0.0, b.X],
+            objective=float(np.sum(uu > 0.5)),
+            duals=None,
+            optimal=m.Status == gp.GRB.OPTIMAL,
+            status=f"gurobi status {m.Status}",
+        )
+    finally:
+        env.dispose()
 
 
 def _add(h, M, cost, lower, upper, row_lo=None, row_hi=None) -> None:

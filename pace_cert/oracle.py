@@ -318,7 +318,7 @@ class SeparationOracle:
         return self._grid() is not None
 
     def enumerate_separation(
-        self, compressed: ScoreModel, e_req: float, per_pair: int = 4
+        self, compressed: ScoreModel, e_req: float, per_pair: int = 25
     ) -> list[PairResult]:
         """Cheap pre-search on small domains: separating samples found by evaluating every
         cell clearly inside the region. Finds samples only; it never proves anything."""

@@ -15,6 +15,7 @@ uncertified candidate is never presented as certified.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,7 +47,8 @@ class CompressConfig:
     iforest_max_samples: int | str = "auto"
     weight_tol: float = 1e-7  # relative to the largest weight; smaller weights are dropped
     kappa: float = 10.0  # L0 big-M = kappa * (L1 value)
-    l0_time_limit: float = 120.0
+    l0_time_limit: float = 30.0  # per MILP solve; the incumbent is kept (certificate: optimal?)
+    milp: str = "auto"  # auto (gurobipy within its licence, else HiGHS) | highs | gurobi
     max_rounds: int = 500
     max_learners: int = 200  # generated learners cap (pace / generate)
     pricing_candidates: int = 8
@@ -99,6 +101,7 @@ class CompressResult:
     plausibility: object | None = None
     weights: list[float] = field(default_factory=list)
     phase: str = ""
+    gurobi_used: bool = False
 
 
 # ---------------------------------------------------------------------- pure helpers
@@ -374,8 +377,16 @@ class Pace:
                 else min(self.cfg.l0_time_limit, max(left, 1))
             )
             start = last["sol"] if "sol" in last else None
+            if start is not None:  # cheap first: is the last L0 support still feasible?
+                kept = master.solve_on_support(
+                    A, len(learners), np.flatnonzero(start.weights > 0), seed=self.cfg.seed
+                )
+                if kept is not None:  # optimal stays optimal; a time-limited incumbent stays one
+                    kept = dataclasses.replace(kept, optimal=start.optimal)
+                    last["sol"] = kept
+                    return kept
             w = warm if start is None else np.r_[start.weights, start.offsets[1:]]
-            s = master.solve_l0(
+            s = self._l0_solver(A, len(learners))(
                 A, len(learners), big_m, warm=w, threads=1, seed=self.cfg.seed, time_limit=tl
             )
             last["sol"] = s
@@ -384,6 +395,27 @@ class Pace:
 
         res = self.faithful_loop("l0", solve, learners)
         return res, last.get("sol") if res.certified else None
+
+    def _l0_solver(self, A: np.ndarray, n_learners: int):
+        """gurobipy when asked for (auto: when installed and within its licence)."""
+        choice = self.cfg.milp
+        if choice == "highs":
+            return master.solve_l0
+        if not master.gurobi_available():
+            if choice == "gurobi":
+                self.say("gurobipy is not installed; using HiGHS for the L0 problem")
+            return master.solve_l0
+        n_vars, n_cons = master.l0_size(A, n_learners)
+        if max(n_vars, n_cons) > master.GUROBI_SIZE_LIMIT:
+            if not getattr(self, "_said_gurobi", False):
+                self.say(
+                    f"L0 problem has {n_vars} variables and {n_cons} constraints, beyond the "
+                    f"gurobipy pip licence ({master.GUROBI_SIZE_LIMIT}); using HiGHS"
+                )
+                self._said_gurobi = True
+            return master.solve_l0
+        self.used_gurobi = True
+        return master.solve_l0_gurobi
 
     # ---------------------------------------------------------------- modes
     def run(self) -> CompressResult:
@@ -464,6 +496,7 @@ class Pace:
             plausibility=self.plausibility,
             weights=best[0].weights if certified else [],
             phase=best[1] if certified else "",
+            gurobi_used=getattr(self, "used_gurobi", False),
         )
 
 
