@@ -21,7 +21,7 @@ def main(out: Path) -> int:
     out.mkdir(parents=True, exist_ok=True)
     X, y, names = zoo.load_dataset("cancer")
     X = zoo.bin_features(X)
-    Xtr, Xte, ytr, yte = zoo.split(X, y)
+    Xtr, Xte, ytr, _ = zoo.split(X, y)
     forest = zoo.make_model("ada", 50, 1).fit(Xtr, ytr)  # AdaBoost, 50 stumps
     (out / "ada.onnx").write_bytes(zoo.export_onnx(forest, X.shape[1]).SerializeToString())
     zoo.write_csv(out / "train.csv", Xtr, ytr, names)
@@ -31,8 +31,9 @@ def main(out: Path) -> int:
     s = res.certificate.summary
     print(f"{res.status}: {s.trees_before} -> {s.trees_after} trees in {s.seconds:.1f}s")
 
-    rep = run_verify(out / "ada.onnx", out / "prune" / "compressed.onnx",
-                     out / "prune" / "certificate.json")
+    rep = run_verify(
+        out / "ada.onnx", out / "prune" / "compressed.onnx", out / "prune" / "certificate.json"
+    )
     print(f"verify: {rep.status} ({rep.message})")
 
     lo = labels(session((out / "ada.onnx").read_bytes()), Xte.astype(np.float32))

@@ -376,7 +376,7 @@ class Pace:
                 if left is None
                 else min(self.cfg.l0_time_limit, max(left, 1))
             )
-            start = last["sol"] if "sol" in last else None
+            start = last.get("sol")
             if start is not None:  # cheap first: is the last L0 support still feasible?
                 kept = master.solve_on_support(
                     A, len(learners), np.flatnonzero(start.weights > 0), seed=self.cfg.seed

@@ -5,7 +5,8 @@ With duals v(x, k) >= 0 of the L1 rows, a tree h has reduced cost
     c(h) = 1 - sum_x sum_{k != y0(x)} v(x, k) (h_y0(x)(x) - h_k(x))
          = 1 - sum_leaves sum_c h_c(leaf) * g_c(leaf),
 
-    g_c(leaf) = sum_{x in leaf, y0(x) = c} sum_{k != c} v(x, k) - sum_{x in leaf, y0(x) != c} v(x, c).
+    g_c(leaf) = sum_{x in leaf, y0(x) = c} sum_{k != c} v(x, k)
+              - sum_{x in leaf, y0(x) != c} v(x, c).
 
 For a fixed partition the best leaf values in the family (class distributions or hard
 votes: the simplex) are one-hot on argmax_c g_c(leaf) — closed form. Since the g_c of a
@@ -47,7 +48,7 @@ def dual_matrix(duals: np.ndarray, y0: np.ndarray, k: int) -> np.ndarray:
 
 def gains(V: np.ndarray, y0: np.ndarray) -> np.ndarray:
     """G[i, c]: contribution of sample i to g_c of the leaf holding it."""
-    n, k = V.shape
+    n = V.shape[0]
     G = -V.copy()
     G[np.arange(n), y0] = V.sum(axis=1)
     return G

@@ -35,7 +35,7 @@ def _l1(learners, Xs, y0):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_basis_learners_have_nonnegative_reduced_cost(seed):
-    ens, dom, Xs, y0 = _setup(seed)
+    ens, _dom, Xs, y0 = _setup(seed)
     learners = list(ens.trees)
     sol = _l1(learners, Xs, y0)
     G = pricing.gains(pricing.dual_matrix(sol.duals, y0, ens.n_classes), y0)
@@ -79,7 +79,7 @@ def _stump(f, th, v_left, v_right):
 
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_exact_stump_pricing_equals_brute_force(seed):
-    ens, dom, Xs, y0 = _setup(seed, 3)
+    _ens, dom, Xs, y0 = _setup(seed, 3)
     rng = np.random.default_rng(seed)
     duals = rng.exponential(size=len(Xs) * 2) * (rng.uniform(size=len(Xs) * 2) < 0.5)
     G = pricing.gains(pricing.dual_matrix(duals, y0, 3), y0)
