@@ -75,8 +75,15 @@ class Config:
     @property
     def group(self) -> tuple:
         """Everything but the seed: the unit over which the tables average."""
-        return (self.dataset, self.family, self.n_estimators, self.depth, self.mode,
-                self.eta, self.delta)
+        return (
+            self.dataset,
+            self.family,
+            self.n_estimators,
+            self.depth,
+            self.mode,
+            self.eta,
+            self.delta,
+        )
 
 
 @dataclass
@@ -122,8 +129,16 @@ class Result:
 
     @property
     def config(self) -> Config:
-        return Config(self.dataset, self.family, self.n_estimators, self.depth, self.mode,
-                      self.eta, self.delta, self.seed)
+        return Config(
+            self.dataset,
+            self.family,
+            self.n_estimators,
+            self.depth,
+            self.mode,
+            self.eta,
+            self.delta,
+            self.seed,
+        )
 
     def to_row(self) -> dict[str, str]:
         return {k: "" if v is None else str(v) for k, v in asdict(self).items()}
@@ -203,10 +218,18 @@ def prepare(cfg: Config) -> Prepared:
     original, info = ensemble_from_model(onnx.load_from_string(onnx_bytes))
     X_train32, X_test32 = X_train.astype(np.float32), X_test.astype(np.float32)
     ort_train, ort_test = ort_labels(onnx_bytes, X_train32), ort_labels(onnx_bytes, X_test32)
-    check_agree("original ONNX (onnxruntime) and its IR on test rows", cfg,
-                ort_test, original.predict(X_test32))
-    check_agree("original ONNX (onnxruntime) and its IR on training rows", cfg,
-                ort_train, original.predict(X_train32))
+    check_agree(
+        "original ONNX (onnxruntime) and its IR on test rows",
+        cfg,
+        ort_test,
+        original.predict(X_test32),
+    )
+    check_agree(
+        "original ONNX (onnxruntime) and its IR on training rows",
+        cfg,
+        ort_train,
+        original.predict(X_train32),
+    )
     return Prepared(original, info, onnx_bytes, X_train32, X_test32, y_test, ort_train, ort_test)
 
 
@@ -215,14 +238,25 @@ def check_compressed(cfg: Config, prep: Prepared, res: CompressResult) -> list[s
     comp = res.compressed
     written = ensemble_to_onnx(comp, prep.info).SerializeToString()
     for name, X in (("test", prep.X_test), ("training", prep.X_train)):
-        check_agree(f"written compressed ONNX (onnxruntime) and compressed IR on {name} rows",
-                    cfg, comp.predict(X), ort_labels(written, X))
+        check_agree(
+            f"written compressed ONNX (onnxruntime) and compressed IR on {name} rows",
+            cfg,
+            comp.predict(X),
+            ort_labels(written, X),
+        )
     done = ["original", "compressed-writer"]
     if cfg.eta == 0 and cfg.delta == 0:  # a global certificate: every row must agree
-        for name, X, ref in (("test", prep.X_test, prep.ort_test),
-                             ("training", prep.X_train, prep.ort_train)):
-            check_agree(f"certified global compression: original (onnxruntime) and "
-                        f"compressed IR on {name} rows", cfg, ref, comp.predict(X))
+        for name, X, ref in (
+            ("test", prep.X_test, prep.ort_test),
+            ("training", prep.X_train, prep.ort_train),
+        ):
+            check_agree(
+                f"certified global compression: original (onnxruntime) and "
+                f"compressed IR on {name} rows",
+                cfg,
+                ref,
+                comp.predict(X),
+            )
         done.append("global-faithful")
     return done
 
@@ -242,17 +276,22 @@ def reached_time_limit(r: Result) -> bool:
     """Did the run stop because of its time limit (rather than by converging)?"""
     if r.time_limit is None or r.T is None:
         return False
-    return (0.95 * r.time_limit <= r.T or r.status == "inconclusive"
-            or "time limit" in r.generation_stop)
+    return (
+        0.95 * r.time_limit <= r.T
+        or r.status == "inconclusive"
+        or "time limit" in r.generation_stop
+    )
 
 
-def measure(cfg: Config, prep: Prepared, res: CompressResult, seconds: float,
-            time_limit: float | None) -> Result:
+def measure(
+    cfg: Config, prep: Prepared, res: CompressResult, seconds: float, time_limit: float | None
+) -> Result:
     comp = res.compressed
     pred = comp.predict(prep.X_test)
     checks = check_compressed(cfg, prep, res) if res.certified else ["original"]
     result = Result.for_config(
-        cfg, res.status,
+        cfg,
+        res.status,
         S=comp.n_trees,
         P=100.0 * sum(o == "new" for o in comp.origin) / comp.n_trees if comp.n_trees else 0.0,
         T=round(seconds, 3),
@@ -277,16 +316,27 @@ def measure(cfg: Config, prep: Prepared, res: CompressResult, seconds: float,
     return result
 
 
-def run_config(cfg: Config, time_limit: float | None, threads: int,
-               progress: Callable[[str], None] | None = None) -> Result:
+def run_config(
+    cfg: Config,
+    time_limit: float | None,
+    threads: int,
+    progress: Callable[[str], None] | None = None,
+) -> Result:
     """Run one configuration; only an onnxruntime/IR mismatch escapes as an exception."""
     if cfg.mode != "prune" and not pricing_available():
-        return Result.for_config(cfg, "not-implemented", time_limit=time_limit,
-                                 error="pace_cert.pricing is missing")
+        return Result.for_config(
+            cfg, "not-implemented", time_limit=time_limit, error="pace_cert.pricing is missing"
+        )
     try:
         prep = prepare(cfg)
-        comp_cfg = CompressConfig(mode=cfg.mode, eta=cfg.eta, delta=cfg.delta, seed=cfg.seed,
-                                  threads=threads, time_limit=time_limit)
+        comp_cfg = CompressConfig(
+            mode=cfg.mode,
+            eta=cfg.eta,
+            delta=cfg.delta,
+            seed=cfg.seed,
+            threads=threads,
+            time_limit=time_limit,
+        )
         t0 = time.perf_counter()
         res = compress(prep.original, prep.X_train, comp_cfg, progress)
         seconds = time.perf_counter() - t0
@@ -297,8 +347,9 @@ def run_config(cfg: Config, time_limit: float | None, threads: int,
         status = "not-implemented" if is_not_implemented(exc) else "error"
         if status == "error":
             traceback.print_exc()
-        return Result.for_config(cfg, status, time_limit=time_limit,
-                                 error=f"{type(exc).__name__}: {exc}"[:300])
+        return Result.for_config(
+            cfg, status, time_limit=time_limit, error=f"{type(exc).__name__}: {exc}"[:300]
+        )
 
 
 # -------------------------------------------------------------------------- tables
@@ -348,11 +399,16 @@ def aggregate(rows: Sequence[Result]) -> Agg:
     ran = [r for r in rows if r.status in DONE_STATUSES]
     seed0 = [r.S for r in cert if r.seed == 0]
     return Agg(
-        runs=len(rows), certified=len(cert), hit_limit=sum(reached_time_limit(r) for r in rows),
+        runs=len(rows),
+        certified=len(cert),
+        hit_limit=sum(reached_time_limit(r) for r in rows),
         statuses=tuple(r.status for r in rows),
-        S=_mean(r.S for r in cert), S_seed0=seed0[0] if seed0 else None,
-        P=_mean(r.P for r in cert), T=_mean(r.T for r in ran),
-        fidelity=_mean(r.fidelity for r in cert), accuracy=_mean(r.accuracy for r in cert),
+        S=_mean(r.S for r in cert),
+        S_seed0=seed0[0] if seed0 else None,
+        P=_mean(r.P for r in cert),
+        T=_mean(r.T for r in ran),
+        fidelity=_mean(r.fidelity for r in cert),
+        accuracy=_mean(r.accuracy for r in cert),
         original_accuracy=_mean(r.original_accuracy for r in ran),
         samples_kept=_mean(r.samples_kept for r in ran),
         samples_dropped=_mean(r.samples_dropped for r in ran),
@@ -412,16 +468,30 @@ class FipeTable:
     title: str = "Comparison with FIPE (n=50, depth 1, eta=delta=0, mode prune)"
 
     def cells(self) -> list[Config]:
-        return [Config(ds, fam, 50, 1, "prune", 0.0, 0.0, 0)
-                for fam in self.families for ds in self.datasets]
+        return [
+            Config(ds, fam, 50, 1, "prune", 0.0, 0.0, 0)
+            for fam in self.families
+            for ds in self.datasets
+        ]
 
     def configs(self) -> list[Config]:
         return [replace(c, seed=s) for c in self.cells() for s in self.seeds]
 
     def render(self, index: Index) -> str:
-        header = ["dataset", "family", "status", "ours S (mean)", "ours S (seed 0)",
-                  "FIPE here (seed 0)", "Δ seed 0", "ours T (s)", "fid.", "acc. (orig.)",
-                  "paper FIPE S (T)", "paper PACE S (P, T)"]
+        header = [
+            "dataset",
+            "family",
+            "status",
+            "ours S (mean)",
+            "ours S (seed 0)",
+            "FIPE here (seed 0)",
+            "Δ seed 0",
+            "ours T (s)",
+            "fid.",
+            "acc. (orig.)",
+            "paper FIPE S (T)",
+            "paper PACE S (P, T)",
+        ]
         rows = []
         for c in self.cells():
             a = index.agg(c, self.seeds)
@@ -429,14 +499,25 @@ class FipeTable:
             fipe = pv.d1_table(c.dataset, c.family, "fipe")
             pace = pv.d1_table(c.dataset, c.family, "pace")
             delta = "—" if a.S_seed0 is None or here is None else f"{a.S_seed0 - here:+d}"
-            rows.append([
-                c.dataset, c.family, a.status, fmt(a.S), fmt(a.S_seed0), fmt(here), delta,
-                fmt(a.T, 2), fmt_pct(a.fidelity),
-                f"{fmt_pct(a.accuracy)} ({fmt_pct(a.original_accuracy)})",
-                f"{paper_cell(fipe, 'S')} ({paper_cell(fipe, 'T')} s)" if fipe else "",
-                f"{paper_cell(pace, 'S')} ({paper_cell(pace, 'P', '%')}, "
-                f"{paper_cell(pace, 'T')} s)" if pace else "",
-            ])
+            rows.append(
+                [
+                    c.dataset,
+                    c.family,
+                    a.status,
+                    fmt(a.S),
+                    fmt(a.S_seed0),
+                    fmt(here),
+                    delta,
+                    fmt(a.T, 2),
+                    fmt_pct(a.fidelity),
+                    f"{fmt_pct(a.accuracy)} ({fmt_pct(a.original_accuracy)})",
+                    f"{paper_cell(fipe, 'S')} ({paper_cell(fipe, 'T')} s)" if fipe else "",
+                    f"{paper_cell(pace, 'S')} ({paper_cell(pace, 'P', '%')}, "
+                    f"{paper_cell(pace, 'T')} s)"
+                    if pace
+                    else "",
+                ]
+            )
         return md_table(header, rows)
 
 
@@ -454,26 +535,53 @@ class PruningTable:
     title: str = "Table 2 (random forests, depth 2, eta=delta=0.1)"
 
     def cells(self) -> list[Config]:
-        return [Config(ds, self.family, n, 2, m, self.eta, self.delta, 0)
-                for ds in self.datasets for n in self.n_estimators for m in self.modes]
+        return [
+            Config(ds, self.family, n, 2, m, self.eta, self.delta, 0)
+            for ds in self.datasets
+            for n in self.n_estimators
+            for m in self.modes
+        ]
 
     def configs(self) -> list[Config]:
         return [replace(c, seed=s) for c in self.cells() for s in self.seeds]
 
     def render(self, index: Index) -> str:
-        header = ["dataset", "n", "mode", "status", "S", "P", "T (s)", "fid.", "acc. (orig.)",
-                  "rows kept/dropped", "paper S", "paper P", "paper T (s)"]
+        header = [
+            "dataset",
+            "n",
+            "mode",
+            "status",
+            "S",
+            "P",
+            "T (s)",
+            "fid.",
+            "acc. (orig.)",
+            "rows kept/dropped",
+            "paper S",
+            "paper P",
+            "paper T (s)",
+        ]
         rows = []
         for c in self.cells():
             a = index.agg(c, self.seeds)
             paper = pv.pruning_table(c.family, c.dataset, c.n_estimators, c.mode)
-            rows.append([
-                c.dataset, str(c.n_estimators), c.mode, a.status, fmt(a.S),
-                "--" if c.mode == "prune" else fmt(a.P, 0, "%"), fmt(a.T, 2),
-                fmt_pct(a.fidelity), f"{fmt_pct(a.accuracy)} ({fmt_pct(a.original_accuracy)})",
-                f"{fmt(a.samples_kept, 0)}/{fmt(a.samples_dropped, 0)}",
-                paper_cell(paper, "S"), paper_cell(paper, "P", "%"), paper_cell(paper, "T"),
-            ])
+            rows.append(
+                [
+                    c.dataset,
+                    str(c.n_estimators),
+                    c.mode,
+                    a.status,
+                    fmt(a.S),
+                    "--" if c.mode == "prune" else fmt(a.P, 0, "%"),
+                    fmt(a.T, 2),
+                    fmt_pct(a.fidelity),
+                    f"{fmt_pct(a.accuracy)} ({fmt_pct(a.original_accuracy)})",
+                    f"{fmt(a.samples_kept, 0)}/{fmt(a.samples_dropped, 0)}",
+                    paper_cell(paper, "S"),
+                    paper_cell(paper, "P", "%"),
+                    paper_cell(paper, "T"),
+                ]
+            )
         return md_table(header, rows)
 
 
@@ -492,8 +600,12 @@ class RegionsTable:
         return [("eta", e, 0.0) for e in self.etas] + [("delta", 0.0, d) for d in self.deltas]
 
     def cells(self) -> list[Config]:
-        return [Config(ds, "rf", 100, 2, m, eta, delta, 0)
-                for ds in self.datasets for _, eta, delta in self.points() for m in self.modes]
+        return [
+            Config(ds, "rf", 100, 2, m, eta, delta, 0)
+            for ds in self.datasets
+            for _, eta, delta in self.points()
+            for m in self.modes
+        ]
 
     def configs(self) -> list[Config]:
         seen: dict[str, Config] = {}  # eta=delta=0 belongs to both sweeps: run it once
@@ -515,13 +627,23 @@ class RegionsTable:
                 for m in self.modes:
                     a = index.agg(Config(ds, "rf", 100, 2, m, eta, delta, 0), self.seeds)
                     ref = pv.region_reference(ds, m, eta, delta)
-                    row += [a.status, fmt(a.S), fmt(a.T, 2), fmt_pct(a.fidelity),
-                            str(ref.S) if ref else ""]
-                    kept = kept or (f"{fmt(a.samples_kept, 0)}/{fmt(a.samples_dropped, 0)}"
-                                    if a.runs and a.samples_kept is not None else "")
+                    row += [
+                        a.status,
+                        fmt(a.S),
+                        fmt(a.T, 2),
+                        fmt_pct(a.fidelity),
+                        str(ref.S) if ref else "",
+                    ]
+                    kept = kept or (
+                        f"{fmt(a.samples_kept, 0)}/{fmt(a.samples_dropped, 0)}"
+                        if a.runs and a.samples_kept is not None
+                        else ""
+                    )
                 rows.append([*row, kept])
-        notes = "\n".join(f"- {r.dataset} {r.mode} eta={r.eta:g} delta={r.delta:g}: "
-                          f"paper {r.S} ({r.note})" for r in pv.REGIONS_RF)
+        notes = "\n".join(
+            f"- {r.dataset} {r.mode} eta={r.eta:g} delta={r.delta:g}: paper {r.S} ({r.note})"
+            for r in pv.REGIONS_RF
+        )
         notes += "\n" + "\n".join(f"- {n}" for n in pv.REGIONS_NOTES)
         return md_table(header, rows) + "\n\nPaper references (from the text, no table):\n" + notes
 
@@ -560,10 +682,32 @@ def make_profile(name: str) -> Profile:
                 PruningTable(("compas", "cancer"), (25,)),
                 RegionsTable(("compas",), (0.0, 0.1), (0.0, 0.1)),
             ),
-            time_limit=300.0, budget=840.0, resume=False,
+            time_limit=300.0,
+            budget=840.0,
+            resume=False,
             description="seed 0; slices of tables (a), (b), (c); at most 300 s per "
-                        "configuration and 840 s of wall time in all, shared evenly "
-                        "by the configurations still to run (prune first)",
+            "configuration and 840 s of wall time in all, shared evenly "
+            "by the configurations still to run (prune first)",
+        )
+    if name == "fipe":
+        return Profile(
+            "fipe",
+            (FipeTable(zoo.DATASETS),),
+            time_limit=900.0,
+            budget=None,
+            resume=True,
+            description="seed 0; table (a) on all six datasets (issue: prune-only vs FIPE); "
+            "900 s per configuration; resumable",
+        )
+    if name == "regions":
+        return Profile(
+            "regions",
+            (RegionsTable(("compas", "fico"), (0.0, 0.05, 0.1, 0.2), (0.0, 0.1, 0.2, 0.4)),),
+            time_limit=900.0,
+            budget=None,
+            resume=True,
+            description="seed 0; table (c): RF n=100 d=2 on compas and fico, eta and delta "
+            "sweeps, prune and pace; 900 s per configuration; resumable",
         )
     if name == "full":
         seeds = tuple(range(5))
@@ -572,14 +716,17 @@ def make_profile(name: str) -> Profile:
             (
                 FipeTable(zoo.DATASETS, seeds=seeds),
                 PruningTable(zoo.DATASETS, (25, 50, 100), seeds=seeds),
-                RegionsTable(("compas", "fico"), (0.0, 0.05, 0.1, 0.2), (0.0, 0.1, 0.2, 0.4),
-                             seeds=seeds),
+                RegionsTable(
+                    ("compas", "fico"), (0.0, 0.05, 0.1, 0.2), (0.0, 0.1, 0.2, 0.4), seeds=seeds
+                ),
             ),
-            time_limit=3600.0, budget=None, resume=True,
+            time_limit=3600.0,
+            budget=None,
+            resume=True,
             description="seeds 0-4 (means over seeds); all of tables (a), (b), (c); "
-                        "3600 s per configuration; resumable",
+            "3600 s per configuration; resumable",
         )
-    raise ValueError(f"unknown profile {name!r} (quick, full)")
+    raise ValueError(f"unknown profile {name!r} (quick, fipe, regions, full)")
 
 
 # ------------------------------------------------------------------------ csv / md io
@@ -645,10 +792,24 @@ def cpu_model() -> str:
 def git_revision(repo: Path) -> str:
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}  # read-only: never touch the index
     try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=repo, env=env,
-                              capture_output=True, text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--"], cwd=repo, env=env,
-                               capture_output=True, timeout=10).returncode != 0
+        head = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+        dirty = (
+            subprocess.run(
+                ["git", "diff", "--quiet", "HEAD", "--"],
+                cwd=repo,
+                env=env,
+                capture_output=True,
+                timeout=10,
+            ).returncode
+            != 0
+        )
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return f"{head or 'unknown'}{' (working tree modified)' if dirty else ''}"
@@ -656,8 +817,16 @@ def git_revision(repo: Path) -> str:
 
 def machine_info() -> list[tuple[str, str]]:
     affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "?"
-    pkgs = ("pace-cert", "ortools", "highspy", "numpy", "scikit-learn", "onnx", "onnxruntime",
-            "skl2onnx")
+    pkgs = (
+        "pace-cert",
+        "ortools",
+        "highspy",
+        "numpy",
+        "scikit-learn",
+        "onnx",
+        "onnxruntime",
+        "skl2onnx",
+    )
     return [
         ("nproc (usable / total)", f"{affinity} / {os.cpu_count()}"),
         ("cpu", cpu_model()),
@@ -705,8 +874,9 @@ def peak_rss_mb() -> float:
     return max(own, kids) / 1024.0  # Linux reports KiB
 
 
-def render_report(profile: Profile, results: dict[str, Result], stats: RunStats,
-                  regenerated_by: str | None = None) -> str:
+def render_report(
+    profile: Profile, results: dict[str, Result], stats: RunStats, regenerated_by: str | None = None
+) -> str:
     index = Index(results.values())
     own = [results[c.key] for c in profile.configs() if c.key in results]
     counts: dict[str, int] = {}
@@ -717,8 +887,7 @@ def render_report(profile: Profile, results: dict[str, Result], stats: RunStats,
         "",
         f"- command: `{stats.command}`",
         f"- date (UTC): started {stats.started}, written {_now()}"
-        + (f" (tables regenerated from the CSV by `{regenerated_by}`)" if regenerated_by
-           else ""),
+        + (f" (tables regenerated from the CSV by `{regenerated_by}`)" if regenerated_by else ""),
         f"- profile: {profile.description}",
         f"- this invocation: {stats.ran} configurations run, {stats.reused} reused from the "
         f"CSV, {stats.filtered} left out by --only, {len(stats.over_budget)} skipped for lack "
@@ -735,18 +904,28 @@ def render_report(profile: Profile, results: dict[str, Result], stats: RunStats,
         "columns are the PACE paper's (its own hardware, 20 h limit); `FIPE here` is "
         "FIPE (L0) run with this preprocessing at seed 0 (shared/paper/REPRODUCTION.md). "
         "`not-implemented`: this pace_cert build lacks the mode (no pace_cert.pricing, or "
-        "NotImplementedError). \"(time limit)\": the run stopped at its time limit, so S is "
+        'NotImplementedError). "(time limit)": the run stopped at its time limit, so S is '
         "the best fully certified ensemble found by then, not a converged result.",
     ]
     for table in profile.tables:
-        out += ["", f"## {table.title}", "", f"Seeds: {', '.join(map(str, table.seeds))}.", "",
-                table.render(index)]
+        out += [
+            "",
+            f"## {table.title}",
+            "",
+            f"Seeds: {', '.join(map(str, table.seeds))}.",
+            "",
+            table.render(index),
+        ]
     problems = [r for r in own if r.status == "error"]
     if problems:
         out += ["", "## Errors", ""] + [f"- `{r.key}`: {r.error}" for r in problems]
     if stats.over_budget:
-        out += ["", "## Skipped for lack of budget", "",
-                ", ".join(f"`{k}`" for k in stats.over_budget)]
+        out += [
+            "",
+            "## Skipped for lack of budget",
+            "",
+            ", ".join(f"`{k}`" for k in stats.over_budget),
+        ]
     return "\n".join(out) + "\n"
 
 
@@ -760,8 +939,9 @@ def select(configs: list[Config], only: str | None) -> list[Config]:
     return [c for c in configs if pattern.search(c.key)]
 
 
-def config_time_limit(profile: Profile, override: float | None, budget_left: float | None,
-                      remaining: int) -> float | None:
+def config_time_limit(
+    profile: Profile, override: float | None, budget_left: float | None, remaining: int
+) -> float | None:
     """Per-configuration limit; under a budget, a fair share of what is left.
 
     Configurations run cheap modes first, so the fast prune runs leave most of the budget
@@ -774,8 +954,15 @@ def config_time_limit(profile: Profile, override: float | None, budget_left: flo
     return share if limit is None else min(limit, share)
 
 
-def run_profile(profile: Profile, out_dir: Path, only: str | None, time_limit: float | None,
-                threads: int, verbose: bool, stats: RunStats) -> dict[str, Result]:
+def run_profile(
+    profile: Profile,
+    out_dir: Path,
+    only: str | None,
+    time_limit: float | None,
+    threads: int,
+    verbose: bool,
+    stats: RunStats,
+) -> dict[str, Result]:
     out_dir.mkdir(parents=True, exist_ok=True)
     csv_path = out_dir / f"{profile.name}.csv"
     results = read_results(csv_path)
@@ -787,8 +974,9 @@ def run_profile(profile: Profile, out_dir: Path, only: str | None, time_limit: f
         if profile.resume and old is not None and old.status in DONE_STATUSES:
             stats.reused += 1
             continue
-        budget_left = None if profile.budget is None else profile.budget - (
-            time.perf_counter() - t0)
+        budget_left = (
+            None if profile.budget is None else profile.budget - (time.perf_counter() - t0)
+        )
         if budget_left is not None and budget_left < 5:
             stats.over_budget.append(cfg.key)
             continue
@@ -799,28 +987,47 @@ def run_profile(profile: Profile, out_dir: Path, only: str | None, time_limit: f
         append_result(csv_path, result)
         results[cfg.key] = result
         stats.ran += 1
-        print(f"[{i}/{len(todo)}] {cfg.key}: {result.status} S={fmt(result.S)} "
-              f"T={fmt(result.T, 2)} fid={fmt_pct(result.fidelity)} {result.error}", flush=True)
+        print(
+            f"[{i}/{len(todo)}] {cfg.key}: {result.status} S={fmt(result.S)} "
+            f"T={fmt(result.T, 2)} fid={fmt_pct(result.fidelity)} {result.error}",
+            flush=True,
+        )
     write_results(csv_path, results.values())
     return results
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("profile", choices=("quick", "full"))
-    p.add_argument("--out", type=Path, default=DEFAULT_OUT,
-                   help="results directory (default: benchmarks/results)")
-    p.add_argument("--only", metavar="PATTERN",
-                   help="regex searched in configuration keys, e.g. 'rf-compas' or "
-                        "'-prune-.*-s0$'")
-    p.add_argument("--time-limit", type=float, default=None,
-                   help="seconds per configuration (default: 300 quick, 3600 full; 0 = none)")
+    p.add_argument("profile", choices=("quick", "fipe", "regions", "full"))
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_OUT,
+        help="results directory (default: benchmarks/results)",
+    )
+    p.add_argument(
+        "--only",
+        metavar="PATTERN",
+        help="regex searched in configuration keys, e.g. 'rf-compas' or '-prune-.*-s0$'",
+    )
+    p.add_argument(
+        "--time-limit",
+        type=float,
+        default=None,
+        help="seconds per configuration (default: 300 quick, 3600 full; 0 = none)",
+    )
     p.add_argument("--threads", type=int, default=2, help="CP-SAT threads (default 2)")
-    p.add_argument("--fresh", action="store_true",
-                   help="delete the profile's CSV first (full resumes otherwise)")
-    p.add_argument("--report-only", action="store_true",
-                   help="rewrite <profile>.md from the CSV and the last run's "
-                        "<profile>.run.json without running anything")
+    p.add_argument(
+        "--fresh",
+        action="store_true",
+        help="delete the profile's CSV first (full resumes otherwise)",
+    )
+    p.add_argument(
+        "--report-only",
+        action="store_true",
+        help="rewrite <profile>.md from the CSV and the last run's "
+        "<profile>.run.json without running anything",
+    )
     p.add_argument("-v", "--verbose", action="store_true", help="show compress progress")
     return p.parse_args(argv)
 
@@ -831,17 +1038,23 @@ def run_and_report(profile: Profile, args: argparse.Namespace, command: str) -> 
     if args.fresh:
         (args.out / f"{profile.name}.csv").unlink(missing_ok=True)
     t0 = time.perf_counter()
-    results = run_profile(profile, args.out, args.only, args.time_limit, args.threads,
-                          args.verbose, stats)
+    results = run_profile(
+        profile, args.out, args.only, args.time_limit, args.threads, args.verbose, stats
+    )
     stats.wall_seconds = time.perf_counter() - t0
     stats.peak_rss_mb = peak_rss_mb()
     save_stats(args.out / f"{profile.name}.run.json", stats)
     md_path = args.out / f"{profile.name}.md"
     write_atomic(md_path, render_report(profile, results, stats))
-    print(f"wrote {args.out / (profile.name + '.csv')} and {md_path} "
-          f"({stats.wall_seconds:.0f} s, peak RSS {stats.peak_rss_mb:.0f} MiB)")
-    errors = [k for k in (c.key for c in profile.configs())
-              if k in results and results[k].status == "error"]
+    print(
+        f"wrote {args.out / (profile.name + '.csv')} and {md_path} "
+        f"({stats.wall_seconds:.0f} s, peak RSS {stats.peak_rss_mb:.0f} MiB)"
+    )
+    errors = [
+        k
+        for k in (c.key for c in profile.configs())
+        if k in results and results[k].status == "error"
+    ]
     return 1 if errors else 0
 
 
@@ -849,7 +1062,8 @@ def report_only(profile: Profile, args: argparse.Namespace, command: str) -> int
     """Rewrite the md from the CSV (e.g. after editing a table layout or paper values)."""
     results = read_results(args.out / f"{profile.name}.csv")
     stats = load_stats(args.out / f"{profile.name}.run.json") or RunStats(
-        command="(no run recorded)", started="?")
+        command="(no run recorded)", started="?"
+    )
     md_path = args.out / f"{profile.name}.md"
     write_atomic(md_path, render_report(profile, results, stats, regenerated_by=command))
     print(f"wrote {md_path} from {len(results)} rows")
@@ -859,8 +1073,9 @@ def report_only(profile: Profile, args: argparse.Namespace, command: str) -> int
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     profile = make_profile(args.profile)
-    command = shlex.join(["python", "benchmarks/harness.py",
-                          *(sys.argv[1:] if argv is None else argv)])
+    command = shlex.join(
+        ["python", "benchmarks/harness.py", *(sys.argv[1:] if argv is None else argv)]
+    )
     if args.report_only:
         return report_only(profile, args, command)
     return run_and_report(profile, args, command)

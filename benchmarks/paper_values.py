@@ -148,12 +148,18 @@ D1_N50_ROWS: dict[tuple[str, str], tuple[Cell, ...]] = {
 
 # FIPE L0 sizes measured with this project's protocol (REPRODUCTION.md, seed 0).
 FIPE_HERE: dict[tuple[str, str], int] = {
-    ("cancer", "rf"): 11, ("cancer", "ada"): 18,
-    ("compas", "rf"): 8, ("compas", "ada"): 13,
-    ("diabetes", "rf"): 11, ("diabetes", "ada"): 17,
-    ("fico", "rf"): 11, ("fico", "ada"): 16,
-    ("seeds", "rf"): 14, ("seeds", "ada"): 5,
-    ("spambase", "rf"): 18, ("spambase", "ada"): 24,
+    ("cancer", "rf"): 11,
+    ("cancer", "ada"): 18,
+    ("compas", "rf"): 8,
+    ("compas", "ada"): 13,
+    ("diabetes", "rf"): 11,
+    ("diabetes", "ada"): 17,
+    ("fico", "rf"): 11,
+    ("fico", "ada"): 16,
+    ("seeds", "rf"): 14,
+    ("seeds", "ada"): 5,
+    ("spambase", "rf"): 18,
+    ("spambase", "ada"): 24,
 }
 
 
@@ -170,14 +176,17 @@ class RegionReference:
 
 
 REGIONS_RF: tuple[RegionReference, ...] = (
-    RegionReference("fico", "prune", 0.0, 0.0, 58,
-                    "text: eta=0.1 reduces Fico from 58 to 3 trees"),
-    RegionReference("fico", "prune", 0.1, 0.0, 3,
-                    "text: eta=0.1 reduces Fico from 58 to 3 trees"),
-    RegionReference("fico", "prune", 0.0, 0.4, 18,
-                    "text: at delta=0.4 prune-only keeps 18 trees (Fico paragraph)"),
-    RegionReference("fico", "pace", 0.0, 0.4, 4,
-                    "text: ... against 4 for PACE (Fico paragraph)"),
+    RegionReference("fico", "prune", 0.0, 0.0, 58, "text: eta=0.1 reduces Fico from 58 to 3 trees"),
+    RegionReference("fico", "prune", 0.1, 0.0, 3, "text: eta=0.1 reduces Fico from 58 to 3 trees"),
+    RegionReference(
+        "fico",
+        "prune",
+        0.0,
+        0.4,
+        18,
+        "text: at delta=0.4 prune-only keeps 18 trees (Fico paragraph)",
+    ),
+    RegionReference("fico", "pace", 0.0, 0.4, 4, "text: ... against 4 for PACE (Fico paragraph)"),
 )
 # Qualitative statements without numbers (quoted in the report, not compared):
 REGIONS_NOTES: tuple[str, ...] = (
@@ -187,17 +196,19 @@ REGIONS_NOTES: tuple[str, ...] = (
 )
 
 
-def _expand_pruning(rows: dict[tuple[str, str], tuple[Cell, ...]]
-                    ) -> dict[tuple[str, int, str], PaperStat]:
+def _expand_pruning(
+    rows: dict[tuple[str, str], tuple[Cell, ...]],
+) -> dict[tuple[str, int, str], PaperStat]:
     out: dict[tuple[str, int, str], PaperStat] = {}
     for (dataset, mode), cells in rows.items():
         for i, n in enumerate(N_ESTIMATORS):
-            out[(dataset, n, mode)] = _stat(*cells[3 * i: 3 * i + 3])
+            out[(dataset, n, mode)] = _stat(*cells[3 * i : 3 * i + 3])
     return out
 
 
-def _expand_d1(rows: dict[tuple[str, str], tuple[Cell, ...]]
-               ) -> dict[tuple[str, str, str], PaperStat]:
+def _expand_d1(
+    rows: dict[tuple[str, str], tuple[Cell, ...]],
+) -> dict[tuple[str, str, str], PaperStat]:
     out: dict[tuple[str, str, str], PaperStat] = {}
     for (dataset, method), cells in rows.items():
         out[(dataset, "rf", method)] = _stat(*cells[0:3])
@@ -222,7 +233,10 @@ def d1_table(dataset: str, family: str, method: str) -> PaperStat | None:
 def region_reference(dataset: str, mode: str, eta: float, delta: float) -> RegionReference | None:
     """The paper's quoted size for one point of the regions sweep, if it quotes one."""
     for ref in REGIONS_RF:
-        if (ref.dataset, ref.mode) == (dataset, mode) and abs(ref.eta - eta) < 1e-12 \
-                and abs(ref.delta - delta) < 1e-12:
+        if (
+            (ref.dataset, ref.mode) == (dataset, mode)
+            and abs(ref.eta - eta) < 1e-12
+            and abs(ref.delta - delta) < 1e-12
+        ):
             return ref
     return None

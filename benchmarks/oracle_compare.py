@@ -1,0 +1,320 @@
+"""Constraint-based vs objective-based separation: the PACE paper's Result 1 protocol.
+
+    python benchmarks/oracle_compare.py [--quick] [--out benchmarks/results]
+
+For each case (dataset, random forest with n trees of depth d, seed 0) the model is
+prepared exactly as in ``harness.py`` (bundled dataset → 10 ordinal bins → stratified
+80/20 split → scikit-learn → skl2onnx → pace-cert's ONNX reader, checked against
+onnxruntime). Then the L1 faithful loop alone (``Pace.l1_phase`` on the original trees,
+eta = delta = 0: a global region) is run twice, side by side in the same process: once
+with the product's constraint-based :class:`~pace_cert.oracle.SeparationOracle` and once
+with the FIPE-style :class:`~pace_cert.oracle_objective.ObjectiveSeparationOracle`. The
+enumeration pre-search is switched off in both runs, so only the CP-SAT separation is
+compared; the L1 master (HiGHS) is the same in both, as in the paper.
+
+Writes ``<out>/oracle_compare[_quick].csv`` (one row per case) and ``.md`` (the table,
+the median ratio objective/constraint beside the paper's claim, command, date,
+machine). Both files are rewritten after every case, so a long run can be stopped.
+See the "Separation oracle comparison" section of ``benchmarks/README.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import os
+import re
+import shlex
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness and paper_values
+
+import harness
+
+from pace_cert import zoo
+from pace_cert.oracle import ScoreModel
+from pace_cert.oracle_objective import ObjectiveSeparationOracle
+from pace_cert.pace import CompressConfig, Pace
+
+ORACLES = ("constraint", "objective")
+FULL_CASES = tuple((ds, n, d) for ds in zoo.DATASETS for n in (50, 100, 200) for d in (5, 7))
+# At n=50, d=5 one L1 loop already takes minutes here (compas: 65 s constraint-based,
+# > 240 s objective-based; seeds, cancer, diabetes: > 120 s constraint-based), so the
+# quick slice uses smaller forests that both oracles bring to global faithfulness
+# (about 15 + 30 s, 15 + 25 s, 20 + 105 s); the depth-5 case last, as it needs most.
+QUICK_CASES = (("fico", 25, 3), ("cancer", 20, 3), ("compas", 25, 5))
+# Budget shares: the objective-based run typically needs 2-6x the constraint-based one.
+BUDGET_WEIGHT = {"constraint": 1.0, "objective": 3.0}
+PAPER_CLAIM = (
+    "up to 37× in the worst case, RF n=50 d=7 (paper, Result 1: constraint-based vs "
+    "FIPE's objective-based separation, time to global faithfulness of L1, 20 h limit)"
+)
+DEFAULT_OUT = Path(__file__).resolve().parent / "results"
+
+
+@dataclass
+class OracleRun:
+    """One L1 faithful loop with one oracle."""
+
+    status: str = "not run"  # faithful | time-limit | max-rounds | inconclusive | not run
+    seconds: float = 0.0  # wall time of l1_phase
+    time_limit: float = 0.0
+    rounds: int = 0  # master solves = separation calls (one per round, all pairs)
+    pair_solves: int = 0  # CP-SAT separation problems (label pairs over all rounds)
+    samples: int = 0  # separating samples returned by the oracle
+    oracle_seconds: float = 0.0  # sum over pair problems (pairs run in parallel threads)
+    l1_value: float | None = None
+    trees: int | None = None  # trees with non-zero L1 weight in the final candidate
+    start_samples: int = 0  # distinct training cells the loop starts from
+
+
+@dataclass
+class Case:
+    """One (dataset, n, d) comparison."""
+
+    dataset: str
+    n_estimators: int
+    depth: int
+    n_features: int = 0
+    n_classes: int = 0
+    initial_samples: int = 0  # distinct training cells the loop starts from
+    runs: dict[str, OracleRun] = field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        return f"rf-{self.dataset}-n{self.n_estimators}-d{self.depth}"
+
+    def ratio(self) -> float | None:
+        """objective seconds / constraint seconds when both reached faithfulness."""
+        c, o = self.runs.get("constraint"), self.runs.get("objective")
+        if c and o and c.status == o.status == "faithful" and c.seconds > 0:
+            return o.seconds / c.seconds
+        return None
+
+    def ratio_cell(self) -> str:
+        r = self.ratio()
+        if r is not None:
+            return f"{r:.1f}x"
+        c, o = self.runs.get("constraint"), self.runs.get("objective")
+        if c and o and c.status == "faithful" and o.status == "time-limit" and c.seconds > 0:
+            return f">{o.seconds / c.seconds:.1f}x"  # a lower bound: objective was cut
+        return "--"
+
+    def row(self) -> dict[str, object]:
+        out: dict[str, object] = {
+            "key": self.key,
+            "dataset": self.dataset,
+            "n_estimators": self.n_estimators,
+            "depth": self.depth,
+            "n_features": self.n_features,
+            "n_classes": self.n_classes,
+            "initial_samples": self.initial_samples,
+        }
+        for name in ORACLES:
+            run = self.runs.get(name, OracleRun())
+            out.update({f"{name}_{k}": v for k, v in asdict(run).items()})
+        r = self.ratio()
+        out["ratio_objective_over_constraint"] = "" if r is None else f"{r:.4f}"
+        return out
+
+
+# ------------------------------------------------------------------------------ running
+
+
+def run_oracle(prep: harness.Prepared, kind: str, limit: float, threads: int) -> OracleRun:
+    """L1 loop to global faithfulness with the ``kind`` oracle, enumeration disabled."""
+    cfg = CompressConfig(mode="prune", threads=threads, time_limit=limit, max_rounds=10**6)
+    p = Pace(prep.original, prep.X_train, cfg)
+    if kind == "objective":
+        p.oracle = ObjectiveSeparationOracle(
+            p.domain, ScoreModel.from_ensemble(prep.original), p.region, seed=cfg.seed
+        )
+    p.oracle.enumerate_separation = lambda *a, **k: []  # measure CP-SAT separation only
+    start = len(p.X)
+    t0 = time.perf_counter()
+    p.deadline = t0 + limit  # the clock starts here, not at Pace construction
+    res, _ = p.l1_phase(p.learners)
+    seconds = time.perf_counter() - t0
+    if res.certified:
+        status = "faithful"
+    elif seconds >= limit or (p.remaining() or 0.0) <= 0:
+        status = "time-limit"
+    elif res.rounds >= cfg.max_rounds:
+        status = "max-rounds"
+    else:
+        status = "inconclusive"  # an UNKNOWN pair before the limit (e.g. MAX_SPURIOUS)
+    return OracleRun(
+        status=status,
+        seconds=seconds,
+        time_limit=limit,
+        rounds=res.rounds,
+        pair_solves=p.oracle.stats.solves,
+        samples=len(p.history),
+        oracle_seconds=p.oracle.stats.seconds,
+        l1_value=res.objective,
+        trees=None if res.model is None else res.model.n_trees,
+        start_samples=start,
+    )
+
+
+def run_case(
+    case: Case, limit: float, threads: int, budget_end: float | None, weight_left: float
+) -> None:
+    """Prepare the model and run both oracles (constraint first) on it."""
+    cfg = harness.Config(case.dataset, "rf", case.n_estimators, case.depth, "prune", 0, 0, 0)
+    prep = harness.prepare(cfg)
+    case.n_features = prep.original.n_features
+    case.n_classes = prep.original.n_classes
+    for kind in ORACLES:
+        this = limit
+        if budget_end is not None:  # this run's weighted share of what is left
+            share = (budget_end - time.perf_counter()) * BUDGET_WEIGHT[kind] / weight_left
+            this = min(limit, max(1.0, share))
+        weight_left -= BUDGET_WEIGHT[kind]
+        case.runs[kind] = r = run_oracle(prep, kind, this, threads)
+        case.initial_samples = r.start_samples
+        print(
+            f"{case.key} {kind:>10}: {r.status} in {r.seconds:.1f} s (limit {this:.0f} s), "
+            f"{r.rounds} rounds, {r.pair_solves} pair solves, {r.samples} samples",
+            flush=True,
+        )
+
+
+# ------------------------------------------------------------------------------ report
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def median_ratio(cases: Sequence[Case]) -> float | None:
+    ratios = [r for r in (c.ratio() for c in cases) if r is not None]
+    return statistics.median(ratios) if ratios else None
+
+
+def render_md(cases: Sequence[Case], command: str, started: str, args: argparse.Namespace) -> str:
+    def cells(run: OracleRun) -> list[str]:
+        return [
+            run.status,
+            f"{run.seconds:.1f}",
+            str(run.rounds),
+            str(run.pair_solves),
+            str(run.samples),
+        ]
+
+    header = ["case", "feat.", "cls", "X^o"]
+    for name in ORACLES:
+        header += [f"{name} status", "T (s)", "rounds", "pair solves", "samples"]
+    header.append("T obj / T cons")
+    rows = [
+        [c.key, str(c.n_features), str(c.n_classes), str(c.initial_samples)]
+        + [x for name in ORACLES for x in cells(c.runs.get(name, OracleRun()))]
+        + [c.ratio_cell()]
+        for c in cases
+    ]
+    med = median_ratio(cases)
+    both = sum(c.ratio() is not None for c in cases)
+    load = ", ".join(f"{v:.2f}" for v in os.getloadavg())
+    limits = sorted({r.time_limit for c in cases for r in c.runs.values()})
+    out = [
+        f"# Separation oracle comparison (paper Result 1){' — quick' if args.quick else ''}",
+        "",
+        f"- command: `{command}`",
+        f"- date (UTC): started {started}, written {_now()}",
+        "- machine: " + "; ".join(f"{k} {v}" for k, v in harness.machine_info()),
+        f"- load average when written (1, 5, 15 min): {load} — the machine is shared, so "
+        "absolute times are noisy; both oracles of a case run back to back in one process",
+        f"- per-run time limit: {args.time_limit:g} s"
+        + (
+            f", total budget {args.budget:g} s shared among the runs left (weights "
+            + ", ".join(f"{k} {w:g}" for k, w in BUDGET_WEIGHT.items())
+            + ")"
+            if args.budget
+            else ""
+        )
+        + f" (limits used: {', '.join(f'{v:.0f}' for v in limits) or '--'} s); "
+        f"CP-SAT threads: {args.threads}",
+        "",
+        "Protocol: random forest (seed 0) on the binned 80% split; `Pace.l1_phase` on the "
+        "original trees with eta = delta = 0 (global region) until every label pair is "
+        "proved INFEASIBLE, once with the constraint-based oracle (the product's) and once "
+        "with the objective-based one (FIPE style: maximise S'_y - S'_y0, same CP-SAT model "
+        "and parameters). Enumeration pre-search off in both. T = wall seconds of the L1 "
+        "loop (master LP included, identical in both); rounds = separation calls (one "
+        "master solve each); pair solves = CP-SAT problems; samples = separating samples "
+        "added; X^o = distinct training cells the loop starts from.",
+        "",
+        harness.md_table(header, rows),
+        "",
+        "`>Nx`: the objective run hit its time limit, so the ratio is a lower bound; such "
+        "cases are left out of the median, as are cases where either run did not finish.",
+        "",
+        f"Median T(objective) / T(constraint) over the {both} case(s) where both reached "
+        f"global faithfulness: {'--' if med is None else f'{med:.1f}x'}. "
+        f"Paper's claim: {PAPER_CLAIM}.",
+        "",
+        f"speedup: {'n/a' if med is None else f'{med:.1f}x'}",
+    ]
+    return "\n".join(out) + "\n"
+
+
+def render_csv(cases: Sequence[Case]) -> str:
+    names = list(Case("", 0, 0).row())
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=names, lineterminator="\n")
+    writer.writeheader()
+    for c in cases:
+        writer.writerow(c.row())
+    return buf.getvalue()
+
+
+# --------------------------------------------------------------------------------- main
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="small slice, about 5 minutes")
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results directory")
+    ap.add_argument("--time-limit", type=float, default=None, help="seconds per oracle run")
+    ap.add_argument("--budget", type=float, default=None, help="seconds for the whole run")
+    ap.add_argument("--threads", type=int, default=2, help="CP-SAT threads (default 2)")
+    ap.add_argument("--only", default=None, help="regex on case keys, e.g. 'compas-n50'")
+    args = ap.parse_args(argv)
+    if args.time_limit is None:
+        args.time_limit = 150.0 if args.quick else 600.0
+    if args.budget is None and args.quick:
+        args.budget = 270.0
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    command = shlex.join(["python", "benchmarks/oracle_compare.py", *(argv or sys.argv[1:])])
+    started = _now()
+    specs = QUICK_CASES if args.quick else FULL_CASES
+    cases = [Case(*s) for s in specs]
+    if args.only:
+        cases = [c for c in cases if re.search(args.only, c.key)]
+    stem = "oracle_compare_quick" if args.quick else "oracle_compare"
+    args.out.mkdir(parents=True, exist_ok=True)
+    budget_end = None if not args.budget else time.perf_counter() + args.budget
+    for i, case in enumerate(cases):
+        weight_left = (len(cases) - i) * sum(BUDGET_WEIGHT.values())
+        run_case(case, args.time_limit, args.threads, budget_end, weight_left)
+        done = cases[: i + 1]
+        harness.write_atomic(args.out / f"{stem}.csv", render_csv(done))
+        harness.write_atomic(args.out / f"{stem}.md", render_md(done, command, started, args))
+    med = median_ratio(cases)
+    print(f"speedup: {'n/a' if med is None else f'{med:.1f}x'} -> {args.out / stem}.md")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
