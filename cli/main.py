@@ -101,6 +101,12 @@ def compress(
     binary: Annotated[
         str, typer.Option(help="infer: 0/1-valued training columns stay in {0,1}; none: off.")
     ] = "infer",
+    iforest_trees: Annotated[
+        int, typer.Option(help="Isolation-forest trees for the plausibility region (--delta).")
+    ] = 100,
+    iforest_samples: Annotated[
+        int, typer.Option(help="Rows per isolation tree (0: scikit-learn's auto = min(256, n)).")
+    ] = 0,
     milp: Annotated[
         str,
         typer.Option(
@@ -122,6 +128,8 @@ def compress(
             raise InputError(None, f"--bounds must be none or data, got {bounds!r}")
         if binary not in ("infer", "none"):
             raise InputError(None, f"--binary must be infer or none, got {binary!r}")
+        if iforest_trees < 1 or iforest_samples < 0:
+            raise InputError(None, "--iforest-trees must be >= 1 and --iforest-samples >= 0")
         if milp not in ("auto", "highs", "gurobi"):
             raise InputError(None, f"--milp must be auto, highs or gurobi, got {milp!r}")
         cfg = CompressConfig(
@@ -134,6 +142,8 @@ def compress(
             bounds=bounds,
             binary=binary,
             milp=milp,
+            iforest_estimators=iforest_trees,
+            iforest_max_samples=iforest_samples or "auto",
         )
         res = run_compress(model, data, out, cfg, target, _progress(quiet))
         s = res.certificate.summary

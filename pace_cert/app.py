@@ -246,6 +246,7 @@ def build_certificate(
             new_learner_share=n_new / comp.n_trees if comp.n_trees else 0.0,
             l1_values=r.l1_values,
             last_reduced_cost=r.reduced_costs[-1] if r.reduced_costs else None,
+            reduced_costs=r.reduced_costs,
             pricing=r.pricing,  # type: ignore[arg-type]
             generation_stop=r.generation_stop,
             l0_big_m=r.big_m,

@@ -134,6 +134,9 @@ class Summary(_Strict):
     new_learner_share: float
     l1_values: list[float]
     last_reduced_cost: float | None
+    reduced_costs: list[float] = Field(
+        default_factory=list, description="best reduced cost found at each pricing round"
+    )
     pricing: Literal["none", "exact", "heuristic"]
     generation_stop: str
     l0_big_m: float | None

@@ -195,6 +195,10 @@ def heuristic_candidates(
     from sklearn.tree import DecisionTreeClassifier
 
     out = [PricedTree(t := greedy_tree(X, G, domain, depth), reduced_cost(t, X, G), "greedy")]
+    if len(np.unique(y0)) > 1:  # a tree imitating the original on X^o: good L0 material
+        mimic = DecisionTreeClassifier(max_depth=depth, random_state=seed).fit(X, y0)
+        t = snap_sklearn_tree(mimic, X, G, domain)
+        out.append(PricedTree(t, reduced_cost(t, X, G), "mimic"))
     k = G.shape[1]
     weights = V.sum(axis=1)
     variants: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
@@ -301,6 +305,13 @@ def generate(pace, l1, l1_sol):
             cfg.pricing_candidates,
         )
         improving = [c for c in cands if c.reduced_cost < -TOL][: cfg.columns_per_round]
+        improving += [  # the imitation tree joins whenever it improves at all
+            c
+            for c in cands
+            if c.source == "mimic"
+            and c.reduced_cost < -TOL
+            and all(c is not i for i in improving)
+        ]
         pace.reduced_costs.append(cands[0].reduced_cost if cands else 0.0)
         if not improving:
             stop = "no improving learner" + (" (proved: exact pricing)" if kind == "exact" else "")

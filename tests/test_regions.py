@@ -22,7 +22,7 @@ from .helpers import trained
 
 
 def _write(tmp_path, kind, dataset, n, depth):
-    m, model, X, y = trained(kind, dataset, n, depth)
+    _, model, X, y = trained(kind, dataset, n, depth)
     path = tmp_path / "model.onnx"
     path.write_bytes(model.SerializeToString())
     names = [f"f{i}" for i in range(X.shape[1])]
