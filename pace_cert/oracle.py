@@ -332,7 +332,7 @@ class SeparationOracle:
         own = S[np.arange(len(grid)), y0]
         out = []
         for y in range(S.shape[1]):
-            viol = np.flatnonzero((y0 != y) & (S[:, y] - own >= -2 * e_req))
+            viol = np.flatnonzero((y0 != y) & (S[:, y] - own >= -e_req))
             if len(viol) == 0:
                 continue
             worst = viol[np.argsort(own[viol] - S[viol, y], kind="stable")[:per_pair]]
