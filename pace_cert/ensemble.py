@@ -230,3 +230,10 @@ def summation_error_bound(n_terms: int, abs_sum: float) -> float:
     if m * u >= 0.5:
         raise ValueError("too many terms for the float32 error bound")
     return 2.0 * (m * u / (1 - m * u)) * abs_sum
+
+
+def float32_sum_guard(trees, base: np.ndarray) -> float:
+    """Bound on onnxruntime's float32 error of a score difference S_a - S_b, where each
+    class score is base + one leaf value per tree summed in float32 in any order."""
+    mags = sum(float(np.abs(t.value[t.leaves]).max()) for t in trees)
+    return 2.0 * summation_error_bound(len(trees), mags + float(np.abs(base).max()))

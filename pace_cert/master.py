@@ -64,19 +64,16 @@ def margin_rows(H: np.ndarray, y0: np.ndarray) -> np.ndarray:
     rows (x, k) for every k != y0(x), in sample-major, class-ascending order.
     """
     n, T, K = H.shape
-    rows = []
-    for i in range(n):
-        for k in range(K):
-            if k == y0[i]:
-                continue
-            a = np.zeros(T + K - 1)
-            a[:T] = H[i, :, y0[i]] - H[i, :, k]
-            if y0[i] > 0:
-                a[T + y0[i] - 1] += 1.0
-            if k > 0:
-                a[T + k - 1] -= 1.0
-            rows.append(a)
-    return np.array(rows).reshape(-1, T + K - 1)
+    other = np.ones((n, K), bool)
+    other[np.arange(n), y0] = False
+    i, k = np.nonzero(other)  # row-major: sample-major, class-ascending
+    yi = y0[i]
+    A = np.zeros((len(i), T + K - 1))
+    A[:, :T] = H[i, :, yi] - H[i, :, k]
+    r = np.arange(len(i))
+    A[r[yi > 0], T + yi[yi > 0] - 1] += 1.0
+    A[r[k > 0], T + k[k > 0] - 1] -= 1.0
+    return A
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,15 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .ensemble import LEAF, Ensemble, Tree, next_float32, prev_float32, summation_error_bound
+from .ensemble import (
+    LEAF,
+    Ensemble,
+    Tree,
+    float32_sum_guard,
+    next_float32,
+    prev_float32,
+    summation_error_bound,
+)
 from .errors import InputError
 
 ML_DOMAIN = "ai.onnx.ml"
@@ -325,13 +333,6 @@ def _single_column(tree: Tree, col: int) -> Tree:
     return Tree(tree.feature, tree.threshold, tree.left, tree.right, value)
 
 
-def _tec_guard(trees: list[Tree], base: np.ndarray) -> float:
-    """Runtime bound on |fl32(S_a - S_b) - (S_a - S_b)| for a float32 tree sum."""
-    mags = sum(float(np.abs(t.value[t.leaves]).max()) for t in trees)
-    per_score = summation_error_bound(len(trees), mags + float(np.abs(base).max()))
-    return 2.0 * per_score
-
-
 # ------------------------------------------------------------------------- recognisers
 
 
@@ -361,7 +362,7 @@ def recognise_tree_ensemble_classifier(model: onnx.ModelProto) -> Ensemble:
         raise _NoMatch("the tree ensemble does not read the model input directly")
     tec = parse_tree_ensemble_classifier(node)
     trees, base, kind, scale, rule = _decision_from_tec(tec)
-    guard = _tec_guard(trees, base)
+    guard = float32_sum_guard(trees, base)
     return Ensemble(
         trees=tuple(trees),
         weights=np.ones(len(trees)),
@@ -562,7 +563,7 @@ def recognise_pace_cert_argmax(model: onnx.ModelProto) -> Ensemble:
         kind="margin",
         margin_scale=1.0,
         pattern="pace-cert-argmax",
-        runtime_guard=_tec_guard(tec.trees, base),
+        runtime_guard=float32_sum_guard(tec.trees, base),
         origin=origin,
     )
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from . import master
 from .domain import FeatureDomain, build_domain, infer_binary
-from .ensemble import Ensemble, Tree, summation_error_bound
+from .ensemble import Ensemble, Tree, float32_sum_guard
 from .oracle import PairResult, RegionSpec, ScoreModel, SeparationOracle
 from .region import margin_mask
 
@@ -139,16 +139,10 @@ def fold(
         kind="margin",
         margin_scale=1.0,
         pattern="pace-cert-argmax",
-        runtime_guard=runtime_guard(trees, base),
+        runtime_guard=float32_sum_guard(trees, base),
         origin=tuple(origin[t] for t in keep),
     )
     return model, keep
-
-
-def runtime_guard(trees: list[Tree] | tuple[Tree, ...], base: np.ndarray) -> float:
-    """Bound on onnxruntime's float32 error of S'_a - S'_b for a TreeEnsembleRegressor."""
-    mags = sum(float(np.abs(t.value[t.leaves]).max()) for t in trees)
-    return 2.0 * summation_error_bound(len(trees), mags + float(np.abs(base).max()))
 
 
 def required_margin(model: Ensemble) -> float:

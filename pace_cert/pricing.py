@@ -308,9 +308,7 @@ def generate(pace, l1, l1_sol):
         improving += [  # the imitation tree joins whenever it improves at all
             c
             for c in cands
-            if c.source == "mimic"
-            and c.reduced_cost < -TOL
-            and all(c is not i for i in improving)
+            if c.source == "mimic" and c.reduced_cost < -TOL and all(c is not i for i in improving)
         ]
         pace.reduced_costs.append(cands[0].reduced_cost if cands else 0.0)
         if not improving:
