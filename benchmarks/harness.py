@@ -699,6 +699,16 @@ def make_profile(name: str) -> Profile:
             description="seed 0; table (a) on all six datasets (issue: prune-only vs FIPE); "
             "900 s per configuration; resumable",
         )
+    if name == "table2":
+        return Profile(
+            "table2",
+            (PruningTable(zoo.DATASETS, (25, 50, 100)),),
+            time_limit=600.0,
+            budget=None,
+            resume=True,
+            description="seed 0; table (b): RF depth 2, eta=delta=0.1, n in {25, 50, 100}, "
+            "generate / prune / pace on all six datasets; 600 s per configuration; resumable",
+        )
     if name == "regions":
         return Profile(
             "regions",
@@ -726,7 +736,7 @@ def make_profile(name: str) -> Profile:
             description="seeds 0-4 (means over seeds); all of tables (a), (b), (c); "
             "3600 s per configuration; resumable",
         )
-    raise ValueError(f"unknown profile {name!r} (quick, fipe, regions, full)")
+    raise ValueError(f"unknown profile {name!r} (quick, fipe, table2, regions, full)")
 
 
 # ------------------------------------------------------------------------ csv / md io
@@ -998,7 +1008,7 @@ def run_profile(
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("profile", choices=("quick", "fipe", "regions", "full"))
+    p.add_argument("profile", choices=("quick", "fipe", "table2", "regions", "full"))
     p.add_argument(
         "--out",
         type=Path,

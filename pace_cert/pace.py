@@ -230,6 +230,7 @@ class Pace:
         self.X = reps.reshape(-1, original.n_features)
         self.y0 = original.predict_index(self.X) if len(self.X) else np.zeros(0, np.int64)
         self._cells = {tuple(c) for c in cells[first]}
+        self.l1_master = master.L1Master(seed=cfg.seed)  # warm-started across rounds
         self.learners: list[Tree] = list(original.trees)
         self.origin: list[str] = ["original"] * len(self.learners)
         self.history: list[HistoryEntry] = []
@@ -345,7 +346,7 @@ class Pace:
         last: dict[str, master.MasterSolution] = {}
 
         def solve(A: np.ndarray) -> master.MasterSolution:
-            s = master.solve_l1(A, len(learners), threads=1, seed=self.cfg.seed)
+            s = self.l1_master.solve(A, len(learners))
             last["sol"] = s
             return s
 

@@ -16,6 +16,9 @@ leaf sum to zero, max_c g_c >= 0 and the best tree value is sum_leaves max_c g_c
   sums — exact over all stumps on the sample set (samples are cell representatives, so
   any other threshold induces one of these partitions). "No improving stump" is then a
   proof: the pricing kind is "exact".
+* depth 2: every root split × the best split of each child, from per-cell histograms
+  with prefix sums (``exact_depth2``, O(F·(nFC + U²FC)) with U distinct cells per
+  feature) — also exact, so "no improving learner" is a proof for depth-2 families.
 * deeper trees: candidates from scikit-learn CART on dual-weighted samples (several
   seeds and per-class-pair targets) and a greedy builder on the exact objective; the
   best reduced cost wins; the kind is "heuristic".
@@ -126,6 +129,124 @@ def exact_stump(X: np.ndarray, G: np.ndarray, domain: FeatureDomain) -> PricedTr
     vals[2] = _onehot(G[~go_left].sum(axis=0))
     t = _leaf_tree([f, LEAF, LEAF], [th, 0, 0], [1, LEAF, LEAF], [2, LEAF, LEAF], vals)
     return PricedTree(t, reduced_cost(t, X, G), "exact-stump")
+
+
+def _rank_cells(cells: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Per feature, the rank of each sample's cell among the distinct cells present."""
+    uniq, ranks = [], np.empty_like(cells)
+    for f in range(cells.shape[1]):
+        u, inv = np.unique(cells[:, f], return_inverse=True)
+        uniq.append(u)
+        ranks[:, f] = inv
+    return ranks, uniq
+
+
+def _best_child_splits(H: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For histograms H[j, g, u, c] (subset j, feature g, cell rank u, class c): the best
+    value max_c left + max_c right over the splits "rank <= u" and its flat (g, u) index.
+    u = last rank sends everything left, i.e. a leaf."""
+    P = np.cumsum(H, axis=2)
+    tot = P[:, :, -1:, :]
+    val = P.max(axis=3) + (tot - P).max(axis=3)
+    flat = val.reshape(len(val), -1)
+    arg = flat.argmax(axis=1)
+    return flat[np.arange(len(flat)), arg], arg
+
+
+def exact_depth2(
+    X: np.ndarray, G: np.ndarray, domain: FeatureDomain, chunk: int = 2_000_000
+) -> PricedTree | None:
+    """The best tree of depth <= 2 over every root split and every child split (exact).
+
+    Samples are cell representatives, so any threshold induces the same partition of the
+    samples as some cell boundary; with one-hot leaves (optimal on the simplex) the value
+    of a tree is sum_leaves max_c g_c. For each root feature f, histograms of G per (root
+    cell rank, child feature, child cell rank) are built with one ``bincount``; prefix
+    sums over the root rank give every root split's two children at once, and prefix
+    sums over the child rank every child split. Work O(F * (n F C + U^2 F C)) with U the
+    number of distinct cells per feature among the samples; memory is bounded by
+    processing the child features in chunks of about ``chunk`` histogram entries.
+    """
+    n, k = G.shape
+    if n == 0:
+        return None
+    cells = domain.cell_index(X)
+    ranks, uniq = _rank_cells(cells)
+    F = cells.shape[1]
+    U = max(len(u) for u in uniq)
+    best: tuple[float, int, int, int, int] | None = None  # value, f, j, left gu, right gu
+    for f in range(F):
+        uf = len(uniq[f])
+        if uf < 2:
+            continue
+        r = ranks[:, f]
+        per_g = uf * U * k
+        step = max(1, chunk // max(per_g, 1))
+        vals_l = np.full(uf - 1, -np.inf)
+        vals_r = np.full(uf - 1, -np.inf)
+        arg_l = np.zeros(uf - 1, np.int64)
+        arg_r = np.zeros(uf - 1, np.int64)
+        for g0 in range(0, F, step):
+            gs = np.arange(g0, min(F, g0 + step))
+            idx = (r[:, None] * len(gs) + (gs - g0)[None, :]) * U + ranks[:, gs]
+            size = uf * len(gs) * U
+            H = np.stack(
+                [
+                    np.bincount(idx.ravel(), np.repeat(G[:, c], len(gs)), minlength=size)
+                    for c in range(k)
+                ],
+                axis=-1,
+            ).reshape(uf, len(gs), U, k)
+            L = np.cumsum(H, axis=0)
+            left = L[:-1]
+            right = L[-1:] - left
+            for vals, args, sub in ((vals_l, arg_l, left), (vals_r, arg_r, right)):
+                v, a = _best_child_splits(sub)
+                better = v > vals + 1e-12
+                vals[better] = v[better]
+                args[better] = a[better] + g0 * U
+        tot = vals_l + vals_r
+        j = int(np.argmax(tot))
+        if best is None or tot[j] > best[0] + 1e-12:
+            best = (float(tot[j]), f, j, int(arg_l[j]), int(arg_r[j]))
+    if best is None:
+        return None
+    _, f, j, gl, gr = best
+    th_root = domain.thresholds[f][int(uniq[f][j])]
+    go_left = ranks[:, f] <= j
+    feature, threshold, left, right = [f], [th_root], [1], [-1]
+    nodes = []
+
+    def child(mask: np.ndarray, gu: int) -> int:
+        g, u = divmod(gu, U)
+        node = len(feature)
+        sub = ranks[mask, g]
+        if len(sub) == 0 or u >= len(uniq[g]) - 1 or (sub <= u).all() or (sub > u).all():
+            feature.append(LEAF)
+            threshold.append(0.0)
+            left.append(LEAF)
+            right.append(LEAF)
+            nodes.append((node, mask))
+            return node
+        feature.append(g)
+        threshold.append(domain.thresholds[g][int(uniq[g][u])])
+        left.append(node + 1)
+        right.append(node + 2)
+        for m in (mask & (ranks[:, g] <= u), mask & (ranks[:, g] > u)):
+            feature.append(LEAF)
+            threshold.append(0.0)
+            left.append(LEAF)
+            right.append(LEAF)
+            nodes.append((len(feature) - 1, m))
+        return node
+
+    child(go_left, gl)
+    right[0] = child(~go_left, gr)
+    values = np.zeros((len(feature), k))
+    for node, m in nodes:
+        values[node] = _onehot(G[m].sum(axis=0))
+    t = _leaf_tree(feature, threshold, left, right, values)
+    return PricedTree(t, reduced_cost(t, X, G), "exact-depth2")
 
 
 def greedy_tree(X: np.ndarray, G: np.ndarray, domain: FeatureDomain, depth: int) -> Tree:
@@ -262,6 +383,11 @@ def price_all(
         best = exact_stump(X, G, domain)
         return ([best] if best is not None else []), "exact"
     cands = heuristic_candidates(X, y0, G, V, domain, depth, seed, n_candidates)
+    kind = "heuristic"
+    if depth == 2:  # exact over all depth-2 trees; the heuristics add diverse columns
+        best = exact_depth2(X, G, domain)
+        cands += [] if best is None else [best]
+        kind = "exact"
     cands.sort(key=lambda p: p.reduced_cost)
     out, seen = [], set()
     for c in cands:
@@ -269,7 +395,7 @@ def price_all(
         if key not in seen:
             seen.add(key)
             out.append(c)
-    return out, "heuristic"
+    return out, kind
 
 
 def generate(pace, l1, l1_sol):
@@ -283,7 +409,7 @@ def generate(pace, l1, l1_sol):
     cfg = pace.cfg
     depth = max(1, pace.original.max_depth)
     k = pace.original.n_classes
-    kind = "exact" if depth <= 1 else "heuristic"
+    kind = "exact" if depth <= 2 else "heuristic"
     stop = "learner limit"
     best_obj, stalled = l1_sol.objective, 0
     certified_last = l1.certified

@@ -94,3 +94,93 @@ def test_exact_stump_pricing_equals_brute_force(seed):
     found = pricing.exact_stump(Xs, G, dom)
     assert found is not None
     assert found.reduced_cost == pytest.approx(best, abs=1e-9)
+
+
+def _brute_depth2_value(Xs, G, dom) -> float:
+    """max over all trees of depth <= 2 (every root split, every child split or leaf) of
+    sum_leaves max_c g_c: the pricing value 1 - c of the best tree, by enumeration."""
+    splits = [(f, th) for f in range(Xs.shape[1]) for th in dom.thresholds[f]]
+
+    def leaf(mask):
+        return G[mask].sum(axis=0).max() if mask.any() else 0.0
+
+    def stump(mask):
+        best = leaf(mask)
+        for f, th in splits:
+            go = mask & (Xs[:, f] <= th)
+            best = max(best, leaf(go) + leaf(mask & ~go))
+        return best
+
+    every = np.ones(len(Xs), bool)
+    best = stump(every)
+    for f, th in splits:
+        go = Xs[:, f] <= th
+        best = max(best, stump(go) + stump(~go))
+    return best
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_exact_depth2_pricing_equals_brute_force(seed, n_classes):
+    _ens, dom, Xs, y0 = _setup(seed, n_classes)
+    rng = np.random.default_rng(seed)
+    m = len(Xs) * (n_classes - 1)
+    duals = rng.exponential(size=m) * (rng.uniform(size=m) < 0.5)
+    G = pricing.gains(pricing.dual_matrix(duals, y0, n_classes), y0)
+    found = pricing.exact_depth2(Xs, G, dom, chunk=37)  # tiny chunks: exercise the loop
+    assert found is not None and found.tree.depth <= 2
+    assert 1.0 - found.reduced_cost == pytest.approx(_brute_depth2_value(Xs, G, dom), abs=1e-9)
+    # its thresholds are cell boundaries: new trees never refine the oracle's cells
+    for f, th in zip(found.tree.feature, found.tree.threshold):
+        if f != LEAF:
+            assert th in dom.thresholds[f]
+    cands, kind = pricing.price_all(Xs, y0, duals, dom, depth=2, n_classes=n_classes)
+    assert kind == "exact"
+    assert cands[0].reduced_cost == pytest.approx(found.reduced_cost, abs=1e-9)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_l1_master_warm_start_matches_cold_solves(n_classes):
+    """Samples and learners arrive over rounds; the persistent HiGHS model gives the same
+    optimum (and valid duals) as a cold solve each time, re-solving from its basis."""
+    ens, _dom, Xs, y0 = _setup(0, n_classes)
+    rng = np.random.default_rng(1)
+    warm = master.L1Master()
+    learners = list(ens.trees[:3])
+    n = max(2, len(Xs) // 3)
+    warm_iters = cold_iters = 0
+    for step in range(4):
+        A = master.margin_rows(leaf_values(learners, Xs[:n]), y0[:n])
+        got = warm.solve(A, len(learners))
+        cold = master.solve_l1(A, len(learners))
+        assert got.objective == pytest.approx(cold.objective, rel=1e-9, abs=1e-9)
+        assert np.all(A @ np.r_[got.weights, got.offsets[1:]] >= 1 - 1e-7)  # feasible
+        assert np.sum(got.weights) == pytest.approx(got.objective, rel=1e-9)
+        # dual feasibility: every column in the LP prices at c >= 0
+        G = pricing.gains(pricing.dual_matrix(got.duals, y0[:n], n_classes), y0[:n])
+        for t in learners:
+            assert pricing.reduced_cost(t, Xs[:n], G) >= -1e-6
+        if step:
+            warm_iters += warm.iterations
+            h = master.new_highs()
+            h.setOptionValue("presolve", "off")  # count simplex pivots, as a warm re-solve does
+            master._add(  # the same LP, cold, to count its iterations
+                h,
+                A,
+                np.r_[np.ones(len(learners)), np.zeros(n_classes - 1)],
+                np.r_[np.zeros(len(learners)), np.full(n_classes - 1, -master.INF)],
+                np.full(A.shape[1], master.INF),
+            )
+            h.run()
+            cold_iters += int(h.getInfo().simplex_iteration_count)
+        n = min(len(Xs), n + int(rng.integers(1, 6)))
+        learners.append(ens.trees[len(learners) % ens.n_trees])
+    assert warm.rebuilds == 1  # extended in place, never rebuilt
+    assert warm_iters < cold_iters
+    # removing a learner is not an extension: rebuilt, same optimum
+    fewer = learners[1:]
+    A = master.margin_rows(leaf_values(fewer, Xs[:n]), y0[:n])
+    assert warm.solve(A, len(fewer)).objective == pytest.approx(
+        master.solve_l1(A, len(fewer)).objective, rel=1e-9
+    )
+    assert warm.rebuilds == 2
