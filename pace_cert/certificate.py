@@ -93,7 +93,7 @@ class Scaling(_Strict):
 
 
 class HistoryPoint(_Strict):
-    phase: Literal["l1", "l0"]
+    phase: Literal["l1", "l0", "boost"]
     iteration: int
     y0: Label
     y: Label
@@ -126,7 +126,9 @@ class Summary(_Strict):
     certified: bool
     status: Literal["certified", "inconclusive"]
     mode: str
-    phase: str = Field(description="phase whose model was kept: l1 or l0")
+    phase: str = Field(
+        description="phase whose model was kept: l1, l0, boost, l0-enriched or l1-generated"
+    )
     trees_before: int
     trees_after: int
     leaves_before: int

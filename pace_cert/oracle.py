@@ -296,20 +296,8 @@ class SeparationOracle:
             grid = np.array(list(itertools.product(*reps)), np.float32).reshape(
                 -1, self.domain.n_features
             )
-            orig = self.original
-            S = np.tile(orig.base, (len(grid), 1))
-            for t, tab in zip(orig.trees, orig.tables):
-                S += tab[t.apply(grid)]
-            y0 = np.argmax(S, axis=1)
-            top = S[np.arange(len(grid)), y0]
-            S2 = S.copy()
-            S2[np.arange(len(grid)), y0] = -np.inf
-            slack = 1e-6 * (np.abs(S).max(axis=1) + 1.0)
-            inside = top - S2.max(axis=1) > self.region.margin + slack
-            pl = self.region.plausibility
-            if pl is not None and self.region.delta_abs is not None:
-                A = sum(tab[t.apply(grid), 0] for t, tab in zip(pl.trees, pl.tables))
-                inside &= self.region.delta_abs + 1e-6 * (np.abs(A) + 1.0) <= A
+            y0 = self.inside_labels(grid)
+            inside = y0 >= 0
             self._grid_cache = (grid[inside], y0[inside])
         return self._grid_cache
 
@@ -326,10 +314,40 @@ class SeparationOracle:
         if g is None or len(g[0]) == 0:
             return []
         grid, y0 = g
-        S = np.tile(compressed.base, (len(grid), 1))
+        return self._violations(grid, y0, compressed, e_req, per_pair)
+
+    def inside_labels(self, X: np.ndarray) -> np.ndarray:
+        """Per float32 row: the original's label when the row is clearly inside the region
+        (float64 margin above c_o by a safety slack; same for A(x) and delta), else -1.
+        Used to pick samples only; proofs never rely on it."""
+        orig = self.original
+        S = np.tile(orig.base, (len(X), 1))
+        for t, tab in zip(orig.trees, orig.tables):
+            S += tab[t.apply(X)]
+        y0 = np.argmax(S, axis=1)
+        top = S[np.arange(len(X)), y0]
+        S2 = S.copy()
+        S2[np.arange(len(X)), y0] = -np.inf
+        slack = 1e-6 * (np.abs(S).max(axis=1) + 1.0)
+        inside = top - S2.max(axis=1) > self.region.margin + slack
+        pl = self.region.plausibility
+        if pl is not None and self.region.delta_abs is not None:
+            A = sum(tab[t.apply(X), 0] for t, tab in zip(pl.trees, pl.tables))
+            inside &= self.region.delta_abs + 1e-6 * (np.abs(A) + 1.0) <= A
+        return np.where(inside, y0, -1)
+
+    @staticmethod
+    def _violations(
+        X: np.ndarray, y0: np.ndarray, compressed: ScoreModel, e_req: float, per_pair: int
+    ) -> list[PairResult]:
+        """Rows (labelled y0, all inside) where the compressed model fails the margin,
+        at most ``per_pair`` per ordered pair, most violated first."""
+        if len(X) == 0:
+            return []
+        S = np.tile(compressed.base, (len(X), 1))
         for t, tab in zip(compressed.trees, compressed.tables):
-            S += tab[t.apply(grid)]
-        own = S[np.arange(len(grid)), y0]
+            S += tab[t.apply(X)]
+        own = S[np.arange(len(X)), y0]
         out = []
         for y in range(S.shape[1]):
             viol = np.flatnonzero((y0 != y) & (S[:, y] - own >= -e_req))
@@ -337,8 +355,29 @@ class SeparationOracle:
                 continue
             worst = viol[np.argsort(own[viol] - S[viol, y], kind="stable")[:per_pair]]
             for i in worst:
-                out.append(PairResult(int(y0[i]), y, "FEASIBLE", grid[i].copy()))
+                out.append(PairResult(int(y0[i]), y, "FEASIBLE", X[i].copy()))
         return out
+
+    def neighbours(
+        self, points: list[np.ndarray], compressed: ScoreModel, e_req: float, per_pair: int = 10
+    ) -> list[PairResult]:
+        """More separating samples near found ones: every point that differs from a found
+        point in one feature's cell (cell representatives), clearly inside the region and
+        failing the compressed model's margin. Cheap (numpy), finds samples only: it
+        lets the master see several samples per pair and round instead of one."""
+        if not points:
+            return []
+        cand = []
+        for x in points:
+            for f, cells in enumerate(self._allowed_cells):
+                vals = self.domain.reps[f][cells]
+                block = np.repeat(np.asarray(x, np.float32)[None, :], len(vals), axis=0)
+                block[:, f] = vals
+                cand.append(block)
+        X = np.unique(np.concatenate(cand), axis=0)
+        y0 = self.inside_labels(X)
+        keep = y0 >= 0
+        return self._violations(X[keep], y0[keep], compressed, e_req, per_pair)
 
     # ------------------------------------------------------------------------ solving
     def separate(

@@ -7,7 +7,8 @@ every pair is proved INFEASIBLE. ``mode``:
 
 * ``prune``: L1 loop on the original trees, then L0 loop on the same trees;
 * ``generate``: L1 loop with column generation (pricing), the L1 support is the result;
-* ``pace``: generation, then the L0 loop on the enriched ensemble.
+* ``pace``: prune, boosting for a smaller support, generation, then the L0 loop on
+  the enriched ensemble (the smallest certified model wins).
 
 Under a time limit the best ensemble whose certificate is complete is returned; an
 uncertified candidate is never presented as certified.
@@ -54,6 +55,7 @@ class CompressConfig:
     pricing_candidates: int = 8
     columns_per_round: int = 3  # improving learners added per pricing round
     stall_rounds: int = 8  # stop generation after this many rounds without L1 progress
+    neighbours: int = 10  # extra separating samples per pair from one-cell moves (0: off)
 
 
 @dataclass
@@ -76,6 +78,8 @@ class PhaseResult:
     objective: float | None = None
     optimal: bool = True
     weights: list[float] = field(default_factory=list)  # master weight per kept learner
+    keep: list[int] = field(default_factory=list)  # indices of the kept learners in the pool
+    offsets: np.ndarray | None = None
 
 
 @dataclass
@@ -304,6 +308,10 @@ class Pace:
                 )
             found = [r for r in results if r.status == "FEASIBLE"]
             proved = sum(r.status == "INFEASIBLE" for r in results)
+            if self.cfg.neighbours and found and any(r.seconds > 0 for r in results):
+                found += self.oracle.neighbours(
+                    [r.point for r in found], sm, required_margin(cand), self.cfg.neighbours
+                )
             how = (
                 f"{len(found)} separating samples by enumeration"
                 if found and not proved and all(r.seconds == 0.0 for r in results)
@@ -323,6 +331,8 @@ class Pace:
                     sol.objective,
                     sol.optimal,
                     [float(sol.weights[t]) for t in keep],
+                    list(keep),
+                    sol.offsets,
                 )
             for r in found:
                 x = r.point
@@ -391,6 +401,52 @@ class Pace:
         res = self.faithful_loop("l0", solve, learners)
         return res, last.get("sol") if res.certified else None
 
+    def boost_phase(self, max_size: int) -> PhaseResult:
+        """Totally corrective boosting (``boost.py``) as the master: a support of at most
+        ``max_size`` learners mixing pool and newly priced trees, certified by the oracle
+        like any other candidate. Gives up (uncertified) when the budget cannot be met."""
+        from .boost import boost
+
+        class _NoSmaller(Exception):
+            pass
+
+        depth = max(1, self.original.max_depth)
+
+        def solve(_A: np.ndarray) -> master.MasterSolution:
+            res = boost(
+                self.X,
+                self.y0,
+                self.learners,
+                self.domain,
+                depth,
+                self.original.n_classes,
+                max_size,
+                seed=self.cfg.seed,
+            )
+            if res is None:
+                raise _NoSmaller
+            for t in res.new_trees:
+                self.learners.append(t)
+                self.origin.append("new")
+            return master.MasterSolution(
+                res.weights, res.offsets, float(res.support), None, False, "boost"
+            )
+
+        try:
+            return self.faithful_loop("boost", solve, self.learners)
+        except _NoSmaller:
+            self.say(f"[boost] no support of at most {max_size} learners on the samples")
+            return PhaseResult(None, [], 0, False)
+
+    def _warm_from_best(self) -> np.ndarray | None:
+        """The smallest certified model so far as an L0 start over the current pool."""
+        if self.best is None or self.best[0].offsets is None:
+            return None
+        res = self.best[0]
+        w = np.zeros(len(self.learners))
+        w[res.keep] = res.weights
+        return np.r_[w, res.offsets[1:]]
+
     def _l0_solver(self, A: np.ndarray, n_learners: int):
         """gurobipy when asked for (auto: when installed and within its licence)."""
         choice = self.cfg.milp
@@ -415,9 +471,10 @@ class Pace:
     # ---------------------------------------------------------------- modes
     def run(self) -> CompressResult:
         """prune: L1 → L0 on the original trees. generate: L1 → generation (L1 support).
-        pace: L1 → L0 on the original trees (kept as a fallback) → generation → L0 on the
-        enriched ensemble warm-started from the prune solution; the smallest certified
-        model wins, so PACE is never larger than prune-only."""
+        pace: L1 → L0 on the original trees (kept as a fallback) → boosting for a smaller
+        support (``boost.py``) → L1 generation → L0 on the enriched ensemble warm-started
+        from the smallest certified model; the smallest certified model wins, so PACE is
+        never larger than prune-only."""
         cfg = self.cfg
         self.big_m = None
         self.pricing, self.stop = "none", "not run"
@@ -430,13 +487,12 @@ class Pace:
         l1, l1_sol = self.l1_phase(self.learners)
         if l1.certified:
             self._offer(l1, "l1" if cfg.mode != "generate" else "l1-original")
-        prune_warm = None
         if cfg.mode in ("prune", "pace") and l1.certified and l1_sol is not None:
             warm = np.r_[l1_sol.weights, l1_sol.offsets[1:]]
-            l0, l0_sol = self.l0_phase(self.learners, l1_sol.objective, warm)
+            l0, _ = self.l0_phase(self.learners, l1_sol.objective, warm)
             self._offer(l0, "l0")
-            if l0_sol is not None:
-                prune_warm = (l0_sol.weights, l0_sol.offsets)
+        if cfg.mode == "pace" and self.best is not None and self.best[0].model.n_trees > 1:
+            self._offer(self.boost_phase(self.best[0].model.n_trees - 1), "boost")
         if cfg.mode in ("pace", "generate") and l1.certified:
             from .pricing import generate
 
@@ -447,11 +503,12 @@ class Pace:
             if cfg.mode == "generate" and l1.certified:
                 self.best = (l1, "l1-generated")
             if cfg.mode == "pace" and l1_sol is not None:
-                n_new = len(self.learners) - self.original.n_trees
-                warm = np.r_[l1_sol.weights, l1_sol.offsets[1:]]
-                if prune_warm is not None:
-                    warm = np.r_[prune_warm[0], np.zeros(n_new), prune_warm[1][1:]]
-                l0, _ = self.l0_phase(self.learners, l1_sol.objective, warm)
+                warm = self._warm_from_best()
+                if warm is None:
+                    warm = np.r_[l1_sol.weights, l1_sol.offsets[1:]]
+                A = self.matrix(self.learners)
+                l1_value = self.l1_master.solve(A, len(self.learners)).objective
+                l0, _ = self.l0_phase(self.learners, l1_value, warm)
                 self._offer(l0, "l0-enriched")
         return self._result()
 
