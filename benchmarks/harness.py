@@ -683,11 +683,12 @@ def make_profile(name: str) -> Profile:
                 RegionsTable(("compas",), (0.0, 0.1), (0.0, 0.1)),
             ),
             time_limit=300.0,
-            budget=840.0,
+            budget=780.0,
             resume=False,
             description="seed 0; slices of tables (a), (b), (c); at most 300 s per "
-            "configuration and 840 s of wall time in all, shared evenly "
-            "by the configurations still to run (prune first)",
+            "configuration and 780 s of wall time in all, shared evenly "
+            "by the configurations still to run (prune first); then one oracle "
+            "comparison (oracle_compare.py --quick, 240 s budget)",
         )
     if name == "fipe":
         return Profile(
@@ -1055,7 +1056,13 @@ def run_and_report(profile: Profile, args: argparse.Namespace, command: str) -> 
     stats.peak_rss_mb = peak_rss_mb()
     save_stats(args.out / f"{profile.name}.run.json", stats)
     md_path = args.out / f"{profile.name}.md"
-    write_atomic(md_path, render_report(profile, results, stats))
+    report = render_report(profile, results, stats)
+    if profile.name == "quick" and not args.only:  # one oracle comparison, last
+        import oracle_compare
+
+        oracle_compare.main(["--quick", "--out", str(args.out), "--budget", str(ORACLE_BUDGET)])
+        report = with_oracle_section(report, args.out)
+    write_atomic(md_path, report)
     print(
         f"wrote {args.out / (profile.name + '.csv')} and {md_path} "
         f"({stats.wall_seconds:.0f} s, peak RSS {stats.peak_rss_mb:.0f} MiB)"
@@ -1068,6 +1075,20 @@ def run_and_report(profile: Profile, args: argparse.Namespace, command: str) -> 
     return 1 if errors else 0
 
 
+ORACLE_BUDGET = 240.0  # seconds for the quick profile's oracle comparison
+
+
+def with_oracle_section(report: str, out: Path) -> str:
+    """Append ``oracle_compare_quick.md`` as the last section; its last line, and so the
+    report's, reads ``speedup: N.Nx``."""
+    path = out / "oracle_compare_quick.md"
+    if not path.exists():
+        return report + "\nspeedup: n/a (no oracle comparison in this directory)\n"
+    body = path.read_text().strip().splitlines()
+    body = ["## " + body[0].lstrip("# ")] + body[1:] if body else body
+    return report.rstrip("\n") + "\n\n" + "\n".join(body) + "\n"
+
+
 def report_only(profile: Profile, args: argparse.Namespace, command: str) -> int:
     """Rewrite the md from the CSV (e.g. after editing a table layout or paper values)."""
     results = read_results(args.out / f"{profile.name}.csv")
@@ -1075,7 +1096,10 @@ def report_only(profile: Profile, args: argparse.Namespace, command: str) -> int
         command="(no run recorded)", started="?"
     )
     md_path = args.out / f"{profile.name}.md"
-    write_atomic(md_path, render_report(profile, results, stats, regenerated_by=command))
+    report = render_report(profile, results, stats, regenerated_by=command)
+    if profile.name == "quick":
+        report = with_oracle_section(report, args.out)
+    write_atomic(md_path, report)
     print(f"wrote {md_path} from {len(results)} rows")
     return 0
 
