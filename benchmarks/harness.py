@@ -1085,7 +1085,7 @@ def with_oracle_section(report: str, out: Path) -> str:
     if not path.exists():
         return report + "\nspeedup: n/a (no oracle comparison in this directory)\n"
     body = path.read_text().strip().splitlines()
-    body = ["## " + body[0].lstrip("# ")] + body[1:] if body else body
+    body = ["## " + body[0].lstrip("# "), *body[1:]] if body else body
     return report.rstrip("\n") + "\n\n" + "\n".join(body) + "\n"
 
 

@@ -56,6 +56,8 @@ class CompressConfig:
     columns_per_round: int = 3  # improving learners added per pricing round
     stall_rounds: int = 8  # stop generation after this many rounds without L1 progress
     neighbours: int = 10  # extra separating samples per pair from one-cell moves (0: off)
+    enumeration_per_pair: int = 25  # separating samples per pair from the enumeration
+    robust_weights: bool = True  # L0 support: max-margin weights instead of the MILP's
 
 
 @dataclass
@@ -299,7 +301,9 @@ class Pace:
             if left is not None and left <= 0:
                 return PhaseResult(None, [], it, False)
             sm = ScoreModel.from_ensemble(cand)
-            results = self.oracle.enumerate_separation(sm, required_margin(cand))
+            results = self.oracle.enumerate_separation(
+                sm, required_margin(cand), self.cfg.enumeration_per_pair
+            )
             if not results and screen_only:
                 return PhaseResult(None, [], it, False, sol.objective, sol.optimal)
             if not results:
@@ -389,17 +393,39 @@ class Pace:
                 if kept is not None:  # optimal stays optimal; a time-limited incumbent stays one
                     kept = dataclasses.replace(kept, optimal=start.optimal)
                     last["sol"] = kept
-                    return kept
+                    return self._robust(A, len(learners), kept)
             w = warm if start is None else np.r_[start.weights, start.offsets[1:]]
+            # rows were only added since the last solve: its optimum is a lower bound
+            lb = round(start.objective) if start is not None and start.optimal else 0
             s = self._l0_solver(A, len(learners))(
-                A, len(learners), big_m, warm=w, threads=1, seed=self.cfg.seed, time_limit=tl
+                A,
+                len(learners),
+                big_m,
+                warm=w,
+                threads=1,
+                seed=self.cfg.seed,
+                time_limit=tl,
+                min_support=lb,
             )
             last["sol"] = s
             self.l0_optimal = s.optimal
-            return s
+            return self._robust(A, len(learners), s)
 
         res = self.faithful_loop("l0", solve, learners)
         return res, last.get("sol") if res.certified else None
+
+    def _robust(
+        self, A: np.ndarray, n_learners: int, sol: master.MasterSolution
+    ) -> master.MasterSolution:
+        """Same support, max-margin weights (``cfg.robust_weights``); else ``sol``."""
+        if not self.cfg.robust_weights:
+            return sol
+        mm = master.max_margin_on_support(
+            A, n_learners, np.flatnonzero(sol.weights > 0), seed=self.cfg.seed
+        )
+        if mm is None:
+            return sol
+        return dataclasses.replace(mm, optimal=sol.optimal, status=sol.status)
 
     def boost_phase(self, max_size: int) -> PhaseResult:
         """Totally corrective boosting (``boost.py``) as the master: a support of at most

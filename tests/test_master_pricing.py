@@ -184,3 +184,25 @@ def test_l1_master_warm_start_matches_cold_solves(n_classes):
         master.solve_l1(A, len(fewer)).objective, rel=1e-9
     )
     assert warm.rebuilds == 2
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_l0_lower_bound_cut_and_max_margin_weights(seed):
+    """The min-support cut never changes the optimum it bounds; max-margin weights keep
+    the support and meet every row."""
+    ens, _dom, Xs, y0 = _setup(seed)
+    learners = list(ens.trees)
+    A = master.margin_rows(leaf_values(learners, Xs), y0)
+    l1 = master.solve_l1(A, len(learners))
+    big_m = 10 * l1.objective
+    free = master.solve_l0(A, len(learners), big_m)
+    assert free.optimal
+    cut = master.solve_l0(A, len(learners), big_m, min_support=int(free.objective))
+    assert cut.objective == free.objective
+    more = master.solve_l0(A, len(learners), big_m, min_support=int(free.objective) + 1)
+    assert more.objective >= free.objective + 1
+    support = np.flatnonzero(free.weights > 0)
+    mm = master.max_margin_on_support(A, len(learners), support)
+    assert mm is not None
+    assert set(np.flatnonzero(mm.weights > 0)) <= set(support)
+    assert np.all(A @ np.r_[mm.weights, mm.offsets[1:]] >= 1 - 1e-7)
