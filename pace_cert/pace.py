@@ -58,6 +58,7 @@ class CompressConfig:
     neighbours: int = 10  # extra separating samples per pair from one-cell moves (0: off)
     enumeration_per_pair: int = 25  # separating samples per pair from the enumeration
     robust_weights: bool = True  # L0 support: max-margin weights instead of the MILP's
+    l1_warm_start: bool = True  # keep one HiGHS L1 model across rounds (False: rebuild)
 
 
 @dataclass
@@ -360,7 +361,10 @@ class Pace:
         last: dict[str, master.MasterSolution] = {}
 
         def solve(A: np.ndarray) -> master.MasterSolution:
-            s = self.l1_master.solve(A, len(learners))
+            if self.cfg.l1_warm_start:
+                s = self.l1_master.solve(A, len(learners))
+            else:
+                s = master.solve_l1(A, len(learners), seed=self.cfg.seed)
             last["sol"] = s
             return s
 
