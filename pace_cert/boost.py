@@ -28,10 +28,11 @@ TOL = 1e-9
 
 @dataclass(frozen=True)
 class BoostResult:
-    new_trees: list[Tree]  # appended to the pool, in this order
-    weights: np.ndarray  # over pool + new trees, in the L1 row scale (A [w; beta] >= 1)
+    new_trees: list[Tree]  # new trees with a nonzero weight, to append to the pool in order
+    weights: np.ndarray  # over pool + new_trees, in the L1 row scale (A [w; beta] >= 1)
     offsets: np.ndarray  # [K], offsets[0] = 0
     support: int  # learners with a nonzero weight
+    feasible: bool  # every margin row met (rho > 0); else weights are the last LP's
 
 
 def _new_column(X, y0, v, domain, depth, n_classes, seed, n_candidates) -> Tree | None:
@@ -49,14 +50,18 @@ def boost(
     n_classes: int,
     max_size: int,
     *,
+    start: int | None = None,
     seed: int = 0,
     n_candidates: int = 4,
     max_iter: int | None = None,
 ) -> BoostResult | None:
-    """A support of at most ``max_size`` learners meeting every margin row, or None.
+    """Grow a support until every margin row is met, at most ``max_iter`` columns.
 
     ``X`` float32 samples with original labels ``y0``; ``pool`` the learners available
-    (their order is kept; new trees are appended after them).
+    (their order is kept; new trees are appended after them); ``start`` an optional
+    pool index to begin with (restarts from different learners find different
+    supports). The result is ``feasible`` when rho > 0 was reached; the caller compares
+    its ``support`` with ``max_size``. None when no column could be added at all.
     """
     from .pace import leaf_values  # late import: pace imports this module
 
@@ -76,43 +81,42 @@ def boost(
     v = np.full(n_rows, 1.0 / n_rows)
     gamma = -np.inf
     sol = None
-    for it in range(max_iter or 4 * max_size):
-        # best pool column and best new tree under v
-        P = np.array([v @ c / s if s > 0 else -np.inf for c, s in zip(cols, scale)])
-        P[active] = -np.inf
-        cand = _new_column(X, y0, v, domain, depth, K, seed + it, n_candidates)
-        cand_val = -np.inf
-        if cand is not None:
-            cc = column(cand)
-            cs = float(np.max(np.abs(cc)))
-            cand_val = v @ cc / cs if cs > 0 else -np.inf
-        best_pool = int(np.argmax(P)) if len(P) else -1
-        pool_val = P[best_pool] if len(P) else -np.inf
-        if max(pool_val, cand_val) <= gamma + TOL:
-            return None  # no learner raises the margin: the budget cannot be met
-        if cand_val > pool_val + TOL:
-            new.append(cand)
-            cols.append(cc)
-            scale.append(cs)
-            active.append(len(cols) - 1)
-        else:
-            active.append(best_pool)
+    for it in range(max_iter or 2 * max_size + 4):
+        if it == 0 and start is not None and scale[start] > 0:
+            active.append(start)
+        else:  # the best pool column and the best new tree under v
+            P = np.array([v @ c / s if s > 0 else -np.inf for c, s in zip(cols, scale)])
+            P[active] = -np.inf
+            cand = _new_column(X, y0, v, domain, depth, K, seed + it, n_candidates)
+            cand_val = -np.inf
+            if cand is not None:
+                cc = column(cand)
+                cs = float(np.max(np.abs(cc)))
+                cand_val = v @ cc / cs if cs > 0 else -np.inf
+            best_pool = int(np.argmax(P)) if len(P) else -1
+            pool_val = P[best_pool] if len(P) else -np.inf
+            if max(pool_val, cand_val) <= gamma + TOL:
+                break  # no learner raises the margin
+            if cand_val > pool_val + TOL:
+                new.append(cand)
+                cols.append(cc)
+                scale.append(cs)
+                active.append(len(cols) - 1)
+            else:
+                active.append(best_pool)
         A = np.hstack([np.stack([cols[j] / scale[j] for j in active], axis=1), beta])
         sol = master.solve_max_margin(A, len(active), seed=seed)
         v, gamma = sol.duals, sol.gamma
-        used = int(np.sum(sol.weights > TOL * max(1.0, sol.weights.max())))
         if sol.rho > TOL:
-            if used > max_size:
-                return None
             break
-    else:
+    if sol is None:
         return None
-    if sol is None or sol.rho <= TOL:
-        return None
+    feasible = sol.rho > TOL
     w = np.zeros(len(cols))
     for j, wj in zip(active, sol.weights):
         if wj > TOL * max(1.0, sol.weights.max()):
-            w[j] += wj / scale[j] / sol.rho
+            w[j] += wj / scale[j] / (sol.rho if feasible else 1.0)
     used_new = [i for i in range(len(new)) if w[len(pool) + i] > 0]  # drop unused new trees
     w = np.r_[w[: len(pool)], w[len(pool) :][used_new]]
-    return BoostResult([new[i] for i in used_new], w, sol.offsets / sol.rho, int(np.sum(w > 0)))
+    offsets = sol.offsets / (sol.rho if feasible else 1.0)
+    return BoostResult([new[i] for i in used_new], w, offsets, int(np.sum(w > 0)), feasible)

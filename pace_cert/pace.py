@@ -58,6 +58,7 @@ class CompressConfig:
     neighbours: int = 10  # extra separating samples per pair from one-cell moves (0: off)
     enumeration_per_pair: int = 25  # separating samples per pair from the enumeration
     robust_weights: bool = True  # L0 support: max-margin weights instead of the MILP's
+    boost_restarts: int = 4  # boosting also starts from each of these best-support trees
     l1_warm_start: bool = True  # keep one HiGHS L1 model across rounds (False: rebuild)
 
 
@@ -442,25 +443,41 @@ class Pace:
 
         depth = max(1, self.original.max_depth)
 
+        keep = [] if self.best is None else list(self.best[0].keep)
+        starts: list[int | None] = [None, *keep[: self.cfg.boost_restarts]]
+
         def solve(_A: np.ndarray) -> master.MasterSolution:
-            res = boost(
-                self.X,
-                self.y0,
-                self.learners,
-                self.domain,
-                depth,
-                self.original.n_classes,
-                max_size,
-                seed=self.cfg.seed,
-            )
-            if res is None:
+            """Boost from several starts; every new tree a run used joins the pool (the
+            enriched L0 may combine them even when no run meets the budget)."""
+            pool_n = len(self.learners)
+            best = None
+            for i, st in enumerate(starts):
+                res = boost(
+                    self.X,
+                    self.y0,
+                    self.learners[:pool_n],
+                    self.domain,
+                    depth,
+                    self.original.n_classes,
+                    max_size,
+                    start=st,
+                    seed=self.cfg.seed + 101 * i,
+                )
+                if res is None:
+                    continue
+                at = len(self.learners)
+                self.learners.extend(res.new_trees)
+                self.origin.extend(["new"] * len(res.new_trees))
+                fits = res.feasible and res.support <= max_size
+                if fits and (best is None or res.support < best[0]):
+                    w = np.zeros(at + len(res.new_trees))
+                    w[:pool_n] = res.weights[:pool_n]
+                    w[at:] = res.weights[pool_n:]
+                    best = (res.support, w, res.offsets)
+            if best is None:
                 raise _NoSmaller
-            for t in res.new_trees:
-                self.learners.append(t)
-                self.origin.append("new")
-            return master.MasterSolution(
-                res.weights, res.offsets, float(res.support), None, False, "boost"
-            )
+            w = np.r_[best[1], np.zeros(len(self.learners) - len(best[1]))]
+            return master.MasterSolution(w, best[2], float(best[0]), None, False, "boost")
 
         try:
             return self.faithful_loop("boost", solve, self.learners)
