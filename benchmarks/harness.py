@@ -683,12 +683,12 @@ def make_profile(name: str) -> Profile:
                 RegionsTable(("compas",), (0.0, 0.1), (0.0, 0.1)),
             ),
             time_limit=300.0,
-            budget=780.0,
+            budget=720.0,
             resume=False,
             description="seed 0; slices of tables (a), (b), (c); at most 300 s per "
-            "configuration and 780 s of wall time in all, shared evenly "
+            "configuration and 720 s of wall time in all, shared evenly "
             "by the configurations still to run (prune first); then one oracle "
-            "comparison (oracle_compare.py --quick, 240 s budget)",
+            "comparison (oracle_compare.py --quick, 210 s budget)",
         )
     if name == "fipe":
         return Profile(
@@ -1075,7 +1075,7 @@ def run_and_report(profile: Profile, args: argparse.Namespace, command: str) -> 
     return 1 if errors else 0
 
 
-ORACLE_BUDGET = 240.0  # seconds for the quick profile's oracle comparison
+ORACLE_BUDGET = 210.0  # seconds for the quick profile's oracle comparison
 
 
 def with_oracle_section(report: str, out: Path) -> str:

@@ -206,3 +206,21 @@ def test_l0_lower_bound_cut_and_max_margin_weights(seed):
     assert mm is not None
     assert set(np.flatnonzero(mm.weights > 0)) <= set(support)
     assert np.all(A @ np.r_[mm.weights, mm.offsets[1:]] >= 1 - 1e-7)
+
+
+def test_boost_finds_a_single_new_tree_for_a_depth2_concept():
+    """y0 = XOR of two thresholds: no stump in the pool separates it, one depth-2 tree
+    does; boosting must return exactly that support, meeting every margin row."""
+    from pace_cert.boost import boost
+
+    g = np.arange(4, dtype=np.float32)
+    X = np.array([(a, b, c) for a in g for b in g for c in g], np.float32)
+    y0 = ((X[:, 0] > 1.5) ^ (X[:, 1] > 1.5)).astype(np.int64)
+    pool = [_stump(f, np.float32(t), np.eye(2)[0], np.eye(2)[1]) for f in range(3) for t in g]
+    dom = build_domain(pool, 3)
+    res = boost(X, y0, pool, dom, depth=2, n_classes=2, max_size=1)
+    assert res is not None and res.feasible and res.support == 1
+    assert len(res.new_trees) == 1 and np.all(res.weights[: len(pool)] == 0)
+    A = master.margin_rows(leaf_values([*pool, *res.new_trees], X), y0)
+    assert np.all(A @ np.r_[res.weights, res.offsets[1:]] >= 1 - 1e-7)
+    assert np.array_equal(np.argmax(res.new_trees[0].value[res.new_trees[0].apply(X)], 1), y0)
