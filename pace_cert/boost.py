@@ -15,6 +15,7 @@ like any other master solution.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -54,6 +55,7 @@ def boost(
     seed: int = 0,
     n_candidates: int = 4,
     max_iter: int | None = None,
+    deadline: float | None = None,
 ) -> BoostResult | None:
     """Grow a support until every margin row is met, at most ``max_iter`` columns.
 
@@ -82,6 +84,8 @@ def boost(
     gamma = -np.inf
     sol = None
     for it in range(max_iter or 2 * max_size + 4):
+        if deadline is not None and time.perf_counter() > deadline:
+            break
         if it == 0 and start is not None and scale[start] > 0:
             active.append(start)
         else:  # the best pool column and the best new tree under v

@@ -452,6 +452,9 @@ class Pace:
             pool_n = len(self.learners)
             best = None
             for i, st in enumerate(starts):
+                left = self.remaining()
+                if left is not None and left <= 0:
+                    break
                 res = boost(
                     self.X,
                     self.y0,
@@ -462,6 +465,7 @@ class Pace:
                     max_size,
                     start=st,
                     seed=self.cfg.seed + 101 * i,
+                    deadline=self.deadline,
                 )
                 if res is None:
                     continue
