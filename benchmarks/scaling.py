@@ -36,6 +36,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import harness
+
 DEFAULT_OUT = Path(__file__).resolve().parent / "results"
 FIELDS = [
     "sweep",
@@ -53,6 +55,20 @@ FIELDS = [
     "peak_rss_mb",
     "rss_after_prepare_mb",
 ]
+
+MD_COLUMNS = (  # (markdown header, row key)
+    ("trees", "trees"),
+    ("depth", "depth"),
+    ("leaves", "leaves"),
+    ("what", "what"),
+    ("status", "status"),
+    ("trees after", "trees_after"),
+    ("build (s)", "build_s"),
+    ("time (s)", "seconds"),
+    ("pairs proved", "pairs_proved"),
+    ("peak RSS (MiB)", "peak_rss_mb"),
+    ("RSS after prepare (MiB)", "rss_after_prepare_mb"),
+)
 
 
 def _rss_mb() -> float:
@@ -171,34 +187,13 @@ def render(rows: list[dict], command: str, started: str, wall: float) -> str:
         sel = [r for r in rows if r.get("sweep") == sweep]
         if not sel:
             continue
-        lines += [
-            f"## Sweep over {sweep}",
-            "",
-            "| trees | depth | leaves | what | status | trees after | build (s) | time (s) "
-            "| pairs proved | peak RSS (MiB) | RSS after prepare (MiB) |",
-            "|---|---|---|---|---|---|---|---|---|---|---|",
-        ]
-        for r in sel:
-            lines.append(
-                "| "
-                + " | ".join(
-                    str(r.get(k, ""))
-                    for k in (
-                        "trees",
-                        "depth",
-                        "leaves",
-                        "what",
-                        "status",
-                        "trees_after",
-                        "build_s",
-                        "seconds",
-                        "pairs_proved",
-                        "peak_rss_mb",
-                        "rss_after_prepare_mb",
-                    )
-                )
-                + " |"
+        lines += [f"## Sweep over {sweep}", ""]
+        lines.append(
+            harness.md_table(
+                [head for head, _ in MD_COLUMNS],
+                [[str(r.get(key, "")) for _, key in MD_COLUMNS] for r in sel],
             )
+        )
         lines.append("")
     return "\n".join(lines)
 
