@@ -56,6 +56,7 @@ def boost(
     n_candidates: int = 4,
     max_iter: int | None = None,
     deadline: float | None = None,
+    pool_cols: np.ndarray | None = None,
 ) -> BoostResult | None:
     """Grow a support until every margin row is met, at most ``max_iter`` columns.
 
@@ -75,7 +76,9 @@ def boost(
     def column(tree: Tree) -> np.ndarray:
         return master.margin_rows(leaf_values([tree], X), y0)[:, 0]
 
-    cols = [column(t) for t in pool]
+    if pool_cols is None:
+        pool_cols = master.margin_rows(leaf_values(pool, X), y0)[:, : len(pool)]
+    cols = list(pool_cols.T)
     scale = [float(np.max(np.abs(c))) for c in cols]
     new: list[Tree] = []
     active: list[int] = []

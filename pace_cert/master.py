@@ -87,28 +87,8 @@ class MasterSolution:
 
 
 def solve_l1(A: np.ndarray, n_learners: int, *, threads: int = 1, seed: int = 0) -> MasterSolution:
-    """Problem R: min sum w  s.t.  A [w; beta] >= 1,  w >= 0, beta free."""
-    h = new_highs(threads, seed)
-    _n_rows, n_cols = A.shape
-    cost = np.r_[np.ones(n_learners), np.zeros(n_cols - n_learners)]
-    lower = np.r_[np.zeros(n_learners), np.full(n_cols - n_learners, -INF)]
-    upper = np.full(n_cols, INF)
-    _add(h, A, cost, lower, upper)
-    h.run()
-    st = h.getModelStatus()
-    if st != highspy.HighsModelStatus.kOptimal:
-        raise RuntimeError(f"L1 master not optimal: {h.modelStatusToString(st)}")
-    sol = h.getSolution()
-    x = np.asarray(sol.col_value)
-    duals = np.maximum(np.asarray(sol.row_dual), 0.0)
-    return MasterSolution(
-        weights=np.maximum(x[:n_learners], 0.0),
-        offsets=np.r_[0.0, x[n_learners:]],
-        objective=float(h.getInfo().objective_function_value),
-        duals=duals,
-        optimal=True,
-        status="optimal",
-    )
+    """Problem R: min sum w  s.t.  A [w; beta] >= 1,  w >= 0, beta free (a cold solve)."""
+    return L1Master(threads=threads, seed=seed).solve(A, n_learners)
 
 
 class L1Master:

@@ -446,7 +446,7 @@ class Pace:
         keep = [] if self.best is None else list(self.best[0].keep)
         starts: list[int | None] = [None, *keep[: self.cfg.boost_restarts]]
 
-        def solve(_A: np.ndarray) -> master.MasterSolution:
+        def solve(A: np.ndarray) -> master.MasterSolution:
             """Boost from several starts; every new tree a run used joins the pool (the
             enriched L0 may combine them even when no run meets the budget)."""
             pool_n = len(self.learners)
@@ -466,6 +466,7 @@ class Pace:
                     start=st,
                     seed=self.cfg.seed + 101 * i,
                     deadline=self.deadline,
+                    pool_cols=A[:, :pool_n],  # the loop's matrix: pool columns, once
                 )
                 if res is None:
                     continue
