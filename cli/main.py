@@ -110,8 +110,9 @@ def compress(
     milp: Annotated[
         str,
         typer.Option(
-            help="L0 solver: auto (gurobipy when installed and within its size-limited "
-            "licence, else HiGHS), highs, gurobi."
+            help="L0 solver: auto (gurobipy's big-M MILP when installed and within its "
+            "size-limited licence, else cover), cover (hitting set over learners on CP-SAT "
+            "with LP cuts on HiGHS; no big-M), highs or gurobi (the big-M MILP)."
         ),
     ] = "auto",
     as_json: JsonOpt = False,
@@ -130,8 +131,8 @@ def compress(
             raise InputError(None, f"--binary must be infer or none, got {binary!r}")
         if iforest_trees < 1 or iforest_samples < 0:
             raise InputError(None, "--iforest-trees must be >= 1 and --iforest-samples >= 0")
-        if milp not in ("auto", "highs", "gurobi"):
-            raise InputError(None, f"--milp must be auto, highs or gurobi, got {milp!r}")
+        if milp not in ("cover", "auto", "highs", "gurobi"):
+            raise InputError(None, f"--milp must be cover, auto, highs or gurobi, got {milp!r}")
         cfg = CompressConfig(
             mode=mode,
             eta=eta,

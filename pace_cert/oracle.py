@@ -316,6 +316,76 @@ class SeparationOracle:
         grid, y0 = g
         return self._violations(grid, y0, compressed, e_req, per_pair)
 
+    # ------------------------------------------------------------ sample pool screen
+    def seed_pool(self, X: np.ndarray, per_row: int = 20, max_moves: int = 3) -> int:
+        """Start the screening pool for domains too large to enumerate: the rows' cell
+        representatives plus ``per_row`` random variants of each row (1..``max_moves``
+        features moved to another allowed cell, half of them to an adjacent cell), kept
+        when clearly inside the region. Returns the pool size. Deterministic (seed)."""
+        rng = np.random.default_rng(self.seed)
+        cells = self.domain.cell_index(np.asarray(X, np.float32))
+        n, F = cells.shape
+        if n == 0 or per_row <= 0:
+            return self._set_pool(np.zeros((0, F), np.int64))
+        ranks = np.stack(
+            [np.searchsorted(self._allowed_cells[f], cells[:, f]) for f in range(F)], axis=1
+        )
+        sizes = np.array([len(c) for c in self._allowed_cells])
+        R = np.repeat(ranks, per_row, axis=0)
+        m = len(R)
+        for _ in range(max_moves):
+            f = rng.integers(0, F, m)
+            move = rng.random(m) < 0.7  # the first move always, further ones at 70 %
+            if _ == 0:
+                move[:] = True
+            local = rng.random(m) < 0.5
+            step = rng.choice(np.array([-2, -1, 1, 2]), m)
+            new = np.where(local, R[np.arange(m), f] + step, rng.integers(0, sizes[f]))
+            new = np.clip(new, 0, sizes[f] - 1)
+            R[np.arange(m)[move], f[move]] = new[move]
+        all_ranks = np.unique(np.vstack([ranks, R]), axis=0)
+        return self._set_pool(
+            np.stack([self._allowed_cells[f][all_ranks[:, f]] for f in range(F)], axis=1)
+        )
+
+    def _set_pool(self, cells: np.ndarray) -> int:
+        X = (
+            np.stack(
+                [self.domain.reps[f][cells[:, f]] for f in range(self.domain.n_features)], axis=1
+            ).astype(np.float32)
+            if len(cells)
+            else np.zeros((0, self.domain.n_features), np.float32)
+        )
+        y0 = self.inside_labels(X) if len(X) else np.zeros(0, np.int64)
+        self._pool = (X[y0 >= 0], y0[y0 >= 0])
+        return len(self._pool[0])
+
+    def grow_pool(self, points: list[np.ndarray]) -> int:
+        """Add points and every one-cell move of them that is clearly inside the region
+        (near separating samples is where the next ones tend to be). Returns the size."""
+        if not points or not hasattr(self, "_pool"):
+            return self.pool_size()
+        X = np.unique(np.concatenate([self._one_cell_moves(points), np.asarray(points)]), axis=0)
+        y0 = self.inside_labels(X)
+        X, y0 = X[y0 >= 0], y0[y0 >= 0]
+        PX = np.concatenate([self._pool[0], X])
+        Py = np.concatenate([self._pool[1], y0])
+        PX, idx = np.unique(PX, axis=0, return_index=True)
+        self._pool = (PX, Py[idx])
+        return len(PX)
+
+    def pool_size(self) -> int:
+        return len(self._pool[0]) if hasattr(self, "_pool") else 0
+
+    def screen(self, compressed: ScoreModel, e_req: float, per_pair: int = 25) -> list[PairResult]:
+        """Cheap pre-search: every cell on small domains (:meth:`enumerate_separation`),
+        else the sample pool. Finds separating samples only; it never proves anything."""
+        if self.can_enumerate():
+            return self.enumerate_separation(compressed, e_req, per_pair)
+        if not hasattr(self, "_pool"):
+            return []
+        return self._violations(*self._pool, compressed, e_req, per_pair)
+
     def inside_labels(self, X: np.ndarray) -> np.ndarray:
         """Per float32 row: the original's label when the row is clearly inside the region
         (float64 margin above c_o by a safety slack; same for A(x) and delta), else -1.
@@ -367,6 +437,14 @@ class SeparationOracle:
         lets the master see several samples per pair and round instead of one."""
         if not points:
             return []
+        X = self._one_cell_moves(points)
+        y0 = self.inside_labels(X)
+        keep = y0 >= 0
+        return self._violations(X[keep], y0[keep], compressed, e_req, per_pair)
+
+    def _one_cell_moves(self, points: list[np.ndarray]) -> np.ndarray:
+        """Distinct float32 points differing from one of ``points`` in one feature's cell
+        (cell representatives)."""
         cand = []
         for x in points:
             for f, cells in enumerate(self._allowed_cells):
@@ -374,10 +452,7 @@ class SeparationOracle:
                 block = np.repeat(np.asarray(x, np.float32)[None, :], len(vals), axis=0)
                 block[:, f] = vals
                 cand.append(block)
-        X = np.unique(np.concatenate(cand), axis=0)
-        y0 = self.inside_labels(X)
-        keep = y0 >= 0
-        return self._violations(X[keep], y0[keep], compressed, e_req, per_pair)
+        return np.unique(np.concatenate(cand), axis=0)
 
     # ------------------------------------------------------------------------ solving
     def separate(

@@ -131,3 +131,55 @@ def test_oracle_with_plausibility_and_binary_domain(delta):
     forest = fit_plausibility(X, delta, n_estimators=10, seed=0)
     for cand in _candidates(original, rng):
         _check(original, model.SerializeToString(), cand, 0.1, forest, infer_binary(X))
+
+
+@pytest.mark.parametrize("delta", [0.0, 0.2])
+def test_screening_pool_points_are_inside_and_separating(delta):
+    """The numpy screen over the sample pool (used on domains too large to enumerate)
+    only returns points inside the region that fail the candidate's margin, and grows
+    around CP-SAT points without leaving the region."""
+    from pace_cert.plausibility import fit_plausibility
+
+    X, y = small_problem(1, n_features=3, n_classes=2, n_rows=200)
+    X = X + np.random.default_rng(1).uniform(0, 0.9, X.shape).astype(np.float32)
+    m = zoo.make_model("rf", 8, 2, 1).fit(X, y)
+    original, _ = ensemble_from_model(zoo.export_onnx(m, 3))
+    forest = fit_plausibility(X, delta, n_estimators=10, seed=0) if delta else None
+    pl = (
+        None
+        if forest is None
+        else ScoreModel(forest.trees, tuple(t.value for t in forest.trees), np.zeros(1))
+    )
+    trees = [*original.trees, *(forest.trees if forest else [])]
+    dom = build_domain(trees, 3)
+    c_o = region_margin(original, 0.1)
+    region = RegionSpec(c_o, pl, None if forest is None else forest.delta_abs)
+    oracle = SeparationOracle(dom, ScoreModel.from_ensemble(original), region)
+    assert oracle.seed_pool(X, per_row=5) > 0
+    PX, Py = oracle._pool
+    assert region_mask(original, c_o, forest, PX, dom).all()
+    assert np.array_equal(Py, original.predict_index(PX))
+    rng = np.random.default_rng(0)
+    hits = 0
+    for cand in _candidates(original, rng):
+        e_req = required_margin(cand)
+        found = oracle.screen(ScoreModel.from_ensemble(cand), e_req, per_pair=5)
+        S = cand.scores(PX)
+        any_viol = np.any(
+            (S - S[np.arange(len(PX)), Py][:, None] >= -e_req)
+            & (np.arange(S.shape[1])[None, :] != Py[:, None])
+        )
+        assert bool(found) == bool(any_viol)
+        for r in found:
+            x = r.point[None, :]
+            assert region_mask(original, c_o, forest, x, dom)[0]
+            assert original.predict_index(x)[0] == r.y0
+            s = cand.scores(x)[0]
+            assert s[r.y] - s[r.y0] >= -e_req
+        hits += len(found)
+        cp = oracle.separate(ScoreModel.from_ensemble(cand), e_req)
+        pts = [r.point for r in cp if r.status == "FEASIBLE"]
+        oracle.grow_pool(pts)
+        PX, Py = oracle._pool
+        assert region_mask(original, c_o, forest, PX, dom).all()
+    assert hits > 0  # the screen found something on some candidate

@@ -1,0 +1,271 @@
+"""Problem P (the L0 master) by combinatorial Benders decomposition.
+
+The big-M MILP of :func:`master.solve_l0` has a weak relaxation (its bound is about
+sum(w) / M), so even 25 binaries can take seconds per solve. Here the two parts of P
+are solved apart:
+
+* master: a hitting set over learners, ``min sum u  s.t.  sum_{t in C} u_t >= 1`` for
+  every cut C collected so far (CP-SAT, kept across calls; measured ~10x faster than
+  HiGHS' MILP on these pure 0/1 covers);
+* subproblem: for the chosen support S, the max-margin LP on S
+  (:func:`master.solve_max_margin` on columns scaled to max |a| = 1). S is feasible iff
+  its margin rho > ``FEASIBLE_RHO``; the master is a relaxation of P, so the first
+  feasible support it returns is a minimum one.
+
+Cuts. With row duals y >= 0 (sum 1) of an infeasible S, weak LP duality bounds the
+margin of *any* support S' by ``max_{t in S'} y.a_t + B * ||A_b^T y||_1`` (B: the
+offset bound). Every support whose columns all have ``y.a_t <= -B ||A_b^T y||_1`` is
+therefore infeasible, and the cut is ``C = {t : y.a_t > -B ||A_b^T y||_1}``. This uses
+only weak duality on whatever y the LP returns, so a cut is valid whatever the solver's
+sign conventions or tolerances; if C fails to exclude S itself (numerical noise), the
+plain no-good ``C = complement of S`` (valid: subsets of an infeasible support are
+infeasible) is used instead. Each cut is then shrunk: S is grown, learner by learner,
+to a maximal infeasible support and C becomes its complement (any feasible support must
+leave it), which makes the covers far fewer.
+
+Rows only grow during a faithful loop, so a support infeasible once stays infeasible:
+cuts and the lower bound are kept across calls on the same learners. The solver only
+chooses weights; faithfulness is decided by the oracle.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+
+import highspy
+import numpy as np
+from ortools.sat.python import cp_model
+
+from . import master
+from .master import INF, MasterSolution, new_highs
+
+FEASIBLE_RHO = 1e-9  # normalised margin above which a support counts as feasible
+
+
+@dataclass
+class CoverStats:
+    master_solves: int = 0
+    lp_solves: int = 0
+    cuts: int = 0
+    seconds: float = 0.0
+    history: list[int] = field(default_factory=list)  # support size tried per iteration
+
+
+def _normalise(A: np.ndarray, n_learners: int) -> tuple[np.ndarray, np.ndarray]:
+    """Columns of the w-part scaled to max |a| = 1 (all-zero columns left as they are)."""
+    scale = np.max(np.abs(A[:, :n_learners]), axis=0) if len(A) else np.ones(n_learners)
+    scale = np.where(scale > 0, scale, 1.0)
+    return np.hstack([A[:, :n_learners] / scale, A[:, n_learners:]]), scale
+
+
+class MarginLP:
+    """max rho  s.t.  A_n [w; beta] >= rho,  sum w = 1,  0 <= w_t <= [t in S],
+    |beta| <= B, on one HiGHS instance: testing another support S only changes column
+    bounds, so the simplex restarts from the last basis."""
+
+    def __init__(self, An: np.ndarray, n_learners: int, offset_bound: float, seed: int) -> None:
+        self.T, self.nb = n_learners, An.shape[1] - n_learners
+        n_rows = len(An)
+        h = new_highs(1, seed)
+        T, nb = self.T, self.nb
+        cost = np.r_[np.zeros(T + nb), -1.0]  # minimise -rho
+        lower = np.r_[np.zeros(T), np.full(nb, -offset_bound), -INF]
+        upper = np.r_[np.zeros(T), np.full(nb, offset_bound), INF]
+        n = T + nb + 1
+        h.addCols(
+            n, cost, lower, upper, 0, np.zeros(n, np.int32), np.zeros(0, np.int32), np.zeros(0)
+        )
+        M = np.vstack([np.hstack([An, -np.ones((n_rows, 1))]), np.r_[np.ones(T), np.zeros(nb + 1)]])
+        nz_r, nz_c = np.nonzero(M)
+        h.addRows(
+            len(M),
+            np.r_[np.zeros(n_rows), 1.0],
+            np.r_[np.full(n_rows, INF), 1.0],
+            len(nz_c),
+            np.searchsorted(nz_r, np.arange(len(M))).astype(np.int32),
+            nz_c.astype(np.int32),
+            M[nz_r, nz_c].astype(float),
+        )
+        self.h, self.n_rows = h, n_rows
+        self.on = np.zeros(T, bool)
+        self.solves = 0
+
+    def test(self, support: np.ndarray) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+        """(rho, row duals y >= 0, weights w, offsets beta) for ``support``; rho = -inf
+        for an empty support."""
+        on = np.zeros(self.T, bool)
+        on[np.asarray(support, np.int64)] = True
+        if not on.any():
+            return -np.inf, np.zeros(self.n_rows), np.zeros(self.T), np.zeros(self.nb)
+        ch = np.flatnonzero(on != self.on).astype(np.int32)
+        if len(ch):
+            self.h.changeColsBounds(len(ch), ch, np.zeros(len(ch)), on[ch].astype(float))
+            self.on = on
+        self.h.run()
+        self.solves += 1
+        st = self.h.getModelStatus()
+        if st != highspy.HighsModelStatus.kOptimal:
+            raise RuntimeError(f"max-margin LP not optimal: {self.h.modelStatusToString(st)}")
+        sol = self.h.getSolution()
+        x = np.asarray(sol.col_value)
+        y = np.maximum(np.asarray(sol.row_dual)[: self.n_rows], 0.0)
+        return float(x[-1]), y, np.maximum(x[: self.T], 0.0), x[self.T : self.T + self.nb]
+
+
+class L0Cover:
+    """Minimum-support weights for a fixed learner set, cuts kept across calls.
+
+    ``solve(A)`` may be called again with rows appended (never removed or changed);
+    the learner count is fixed at construction.
+    """
+
+    def __init__(self, n_learners: int, n_offsets: int, *, seed: int = 0) -> None:
+        self.T = n_learners
+        self.offset_bound = 2.0 * (n_offsets + 1) + 2.0  # never binds (|a| <= 1, sum w = 1)
+        self.seed = seed
+        self.lb = 0  # 1 once the offsets alone are known not to meet the rows
+        self.cuts: list[np.ndarray] = []
+        self.stats = CoverStats()
+        self._m = cp_model.CpModel()
+        self._u = [self._m.new_bool_var(f"u{t}") for t in range(n_learners)]
+        self._posted_lb = 0
+        self._pref = np.zeros(n_learners, np.int64)
+        self._set_objective()
+
+    # ------------------------------------------------------------------ the master
+    def prefer(self, weights: np.ndarray | None) -> None:
+        """Tie-break among minimum covers: learners with larger ``weights`` first."""
+        if weights is None or not len(weights) or float(np.max(weights)) <= 0:
+            return
+        w = np.asarray(weights[: self.T], float)
+        self._pref = np.round(100.0 * (1.0 - w / float(np.max(w)))).astype(np.int64)
+        self._set_objective()
+
+    def _set_objective(self) -> None:
+        # cost BIG + pref_t with sum pref < BIG: a minimum-cost cover is a minimum-size one
+        big = 100 * self.T + 1
+        self._m.minimize(sum((big + int(p)) * u for p, u in zip(self._pref, self._u)))
+
+    def _master(self, time_limit: float | None) -> np.ndarray | str | None:
+        if self.lb > self._posted_lb:
+            self._m.add(sum(self._u) >= self.lb)
+            self._posted_lb = self.lb
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = 1
+        solver.parameters.random_seed = self.seed
+        if time_limit is not None:
+            solver.parameters.max_time_in_seconds = float(max(time_limit, 0.01))
+        st = solver.solve(self._m)
+        self.stats.master_solves += 1
+        if st == cp_model.INFEASIBLE:
+            return "infeasible"
+        if st != cp_model.OPTIMAL:
+            return None  # out of time
+        return np.array([t for t, u in enumerate(self._u) if solver.boolean_value(u)], np.int64)
+
+    def _add_cut(self, cut: np.ndarray) -> None:
+        self.cuts.append(cut)
+        self.stats.cuts += 1
+        self._m.add_bool_or([self._u[int(t)] for t in cut])
+
+    # -------------------------------------------------------------- the subproblem
+    def _dual_cut(self, An: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(learners in the weak-duality cut, r = y.a_t) for row duals ``y``."""
+        if y.sum() <= 0:
+            return np.arange(self.T), np.zeros(self.T)
+        y = y / y.sum()
+        r = y @ An[:, : self.T]
+        thr = -self.offset_bound * float(np.abs(y @ An[:, self.T :]).sum())
+        return np.flatnonzero(r > thr - 1e-12 * (1.0 + abs(thr))), r
+
+    def _cut(self, lp: MarginLP, An: np.ndarray, support: np.ndarray, y: np.ndarray) -> np.ndarray:
+        """The complement of a maximal infeasible support containing ``support``."""
+        cut, r = self._dual_cut(An, y)
+        if np.isin(support, cut).any() or len(cut) == 0:
+            cut = np.setdiff1d(np.arange(self.T), support)  # the no-good: always valid
+        inside = np.setdiff1d(np.arange(self.T), cut)
+        for t in cut[np.argsort(r[cut], kind="stable")]:
+            if t in inside:
+                continue
+            trial = np.r_[inside, t]
+            rho, y2, _, _ = lp.test(trial)
+            if rho > FEASIBLE_RHO:
+                continue
+            implied, _ = self._dual_cut(An, y2)
+            if np.isin(trial, implied).any():
+                inside = np.union1d(inside, [t])
+            else:  # the new duals prove more learners can join without helping
+                inside = np.union1d(trial, np.setdiff1d(np.arange(self.T), implied))
+        return np.setdiff1d(np.arange(self.T), inside)
+
+    # ------------------------------------------------------------------- solve
+    def solve(
+        self,
+        A: np.ndarray,
+        *,
+        warm_support: np.ndarray | None = None,
+        deadline: float | None = None,
+    ) -> MasterSolution:
+        """A minimum support for rows ``A`` (layout of :func:`master.margin_rows`) with
+        max-margin weights on it. ``optimal`` is False when the deadline stopped the
+        search; then the smallest feasible support seen (``warm_support`` if feasible,
+        else every learner) is returned."""
+        t0 = time.perf_counter()
+        An, scale = _normalise(A, self.T)
+        lp = MarginLP(An, self.T, self.offset_bound, self.seed)
+        best = None  # (support, rho, w, beta)
+
+        def out_of_time() -> bool:
+            return deadline is not None and time.perf_counter() >= deadline
+
+        if warm_support is not None and len(warm_support):
+            ws = np.unique(np.asarray(warm_support, np.int64))
+            rho, _, w, beta = lp.test(ws)
+            if rho > FEASIBLE_RHO:
+                best = (ws, rho, w, beta)
+        if self.lb == 0:  # one class only among the samples: offsets alone may do
+            alone = master.solve_on_support(A, self.T, np.zeros(0, np.int64), seed=self.seed)
+            if alone is not None:
+                self.stats.seconds += time.perf_counter() - t0
+                return dataclasses.replace(alone, objective=0.0, status="optimal (cover)")
+            self.lb = 1
+        optimal = False
+        while True:
+            if best is not None and self.lb >= len(best[0]):
+                optimal = True
+                break
+            if out_of_time():
+                break
+            left = None if deadline is None else deadline - time.perf_counter()
+            S = self._master(left)
+            if S is None or isinstance(S, str):  # out of time / only numerical noise
+                break
+            self.lb = max(self.lb, len(S))
+            self.stats.history.append(len(S))
+            rho, y, w, beta = lp.test(S)
+            if rho > FEASIBLE_RHO:
+                best = (S, rho, w, beta)
+                optimal = True
+                break
+            self._add_cut(self._cut(lp, An, S, y))
+        if best is None:
+            every = np.arange(self.T)
+            rho, _, w, beta = lp.test(every)
+            if rho <= FEASIBLE_RHO:
+                raise RuntimeError("L0 cover: no support meets the rows, not even all learners")
+            best = (every, rho, w, beta)
+        self.stats.lp_solves += lp.solves
+        self.stats.seconds += time.perf_counter() - t0
+        support, rho, w, beta = best
+        weights = np.zeros(self.T)
+        weights[support] = w[support] / scale[support] / rho
+        return MasterSolution(
+            weights,
+            np.r_[0.0, beta / rho],
+            float(np.sum(weights > 0)),
+            None,
+            optimal,
+            "optimal (cover)" if optimal else "time limit (cover incumbent)",
+        )

@@ -1,0 +1,81 @@
+"""The L0 master by combinatorial Benders (l0_cover.py) against brute force."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from pace_cert import master
+from pace_cert.l0_cover import L0Cover
+
+from .test_master_pricing import _setup
+
+
+def _rows(seed: int, n_classes: int):
+    from pace_cert import zoo
+    from pace_cert.onnx_reader import ensemble_from_model
+    from pace_cert.pace import leaf_values
+
+    from .helpers import small_problem
+
+    X, y = small_problem(seed, n_features=4, n_classes=n_classes, n_rows=150)
+    m = zoo.make_model("rf", 9, 2, seed).fit(X, y)
+    ens, _ = ensemble_from_model(zoo.export_onnx(m, 4))
+    learners = list(ens.trees)
+    y0 = ens.predict_index(X)
+    keep = np.ones(len(X), bool)
+    S = ens.scores(X)  # drop exact vote ties: no weighting can meet them
+    top = np.sort(S, axis=1)
+    keep &= top[:, -1] - top[:, -2] > 1e-9
+    return master.margin_rows(leaf_values(learners, X[keep]), y0[keep]), len(learners)
+
+
+def _min_support_brute(A: np.ndarray, T: int) -> int:
+    if master.solve_on_support(A, T, np.zeros(0, np.int64)) is not None:
+        return 0  # one class only: the offsets meet every row
+    for k in range(1, T + 1):
+        for S in itertools.combinations(range(T), k):
+            if master.max_margin_on_support(A, T, np.array(S)) is not None:
+                return k
+    raise AssertionError("not even every learner meets the rows")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_cover_finds_the_minimum_support(seed, n_classes):
+    A, T = _rows(seed, n_classes)
+    sol = L0Cover(T, n_classes - 1, seed=seed).solve(A)
+    assert sol.optimal
+    assert int(sol.objective) == _min_support_brute(A, T)
+    assert np.all(A @ np.r_[sol.weights, sol.offsets[1:]] >= 1 - 1e-7)  # the weights work
+    # the big-M MILP can only be larger (M excludes extreme weight ranges)
+    l1 = master.solve_l1(A, T)
+    assert master.solve_l0(A, T, 10 * l1.objective).objective >= sol.objective
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_cover_cuts_carry_over_when_rows_are_added(seed):
+    """Rows only grow in a faithful loop: a cover kept across calls answers exactly as a
+    fresh one, and its lower bound never exceeds the new optimum."""
+    A, T = _rows(seed, 2)
+    half = A[: len(A) // 2]
+    kept = L0Cover(T, 1, seed=seed)
+    first = kept.solve(half)
+    again = kept.solve(A, warm_support=np.flatnonzero(first.weights > 0))
+    fresh = L0Cover(T, 1, seed=seed).solve(A)
+    assert again.optimal and fresh.optimal
+    assert again.objective == fresh.objective >= first.objective
+    assert kept.lb <= again.objective
+
+
+def test_cover_deadline_returns_a_feasible_incumbent():
+    ens, _dom, Xs, y0 = _setup(0)
+    from pace_cert.pace import leaf_values
+
+    A = master.margin_rows(leaf_values(list(ens.trees), Xs), y0)
+    T = ens.n_trees
+    sol = L0Cover(T, 1).solve(A, deadline=0.0)  # already past: no master solve at all
+    assert not sol.optimal
+    assert np.all(A @ np.r_[sol.weights, sol.offsets[1:]] >= 1 - 1e-7)
