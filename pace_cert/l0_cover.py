@@ -180,13 +180,23 @@ class L0Cover:
         thr = -self.offset_bound * float(np.abs(y @ An[:, self.T :]).sum())
         return np.flatnonzero(r > thr - 1e-12 * (1.0 + abs(thr))), r
 
-    def _cut(self, lp: MarginLP, An: np.ndarray, support: np.ndarray, y: np.ndarray) -> np.ndarray:
-        """The complement of a maximal infeasible support containing ``support``."""
+    def _cut(
+        self,
+        lp: MarginLP,
+        An: np.ndarray,
+        support: np.ndarray,
+        y: np.ndarray,
+        deadline: float | None = None,
+    ) -> np.ndarray:
+        """The complement of a maximal infeasible support containing ``support`` (of an
+        infeasible one only, if the deadline stops the growth: still a valid cut)."""
         cut, r = self._dual_cut(An, y)
         if np.isin(support, cut).any() or len(cut) == 0:
             cut = np.setdiff1d(np.arange(self.T), support)  # the no-good: always valid
         inside = np.setdiff1d(np.arange(self.T), cut)
         for t in cut[np.argsort(r[cut], kind="stable")]:
+            if deadline is not None and time.perf_counter() >= deadline:
+                break
             if t in inside:
                 continue
             trial = np.r_[inside, t]
@@ -249,7 +259,7 @@ class L0Cover:
                 best = (S, rho, w, beta)
                 optimal = True
                 break
-            self._add_cut(self._cut(lp, An, S, y))
+            self._add_cut(self._cut(lp, An, S, y, deadline))
         if best is None:
             every = np.arange(self.T)
             rho, _, w, beta = lp.test(every)

@@ -14,6 +14,10 @@ satisfies the integer model but not the real region (possible only within the ro
 slack) is checked with exact rationals and excluded by a nogood on its leaves, and the
 search continues. A pair is proved only on status INFEASIBLE; a time limit gives
 UNKNOWN.
+
+Before CP-SAT, the driver screens a candidate with numpy (:meth:`SeparationOracle.screen`):
+every cell of a small domain, or a pool of points inside the region on a large one. A
+screen only finds separating samples; it never proves anything.
 """
 
 from __future__ import annotations
@@ -185,6 +189,7 @@ class SeparationOracle:
         k = len(original.base)
         self._region_conds = {y0: self._region_conditions(y0) for y0 in range(k)}
         self.stats = OracleStats()
+        self._pool: tuple[np.ndarray, np.ndarray] | None = None  # (points, labels) inside
 
     # ------------------------------------------------------------------ model building
     def _build_features(self) -> list[list[cp_model.IntVar]]:
@@ -333,11 +338,9 @@ class SeparationOracle:
         sizes = np.array([len(c) for c in self._allowed_cells])
         R = np.repeat(ranks, per_row, axis=0)
         m = len(R)
-        for _ in range(max_moves):
+        for k in range(max_moves):
             f = rng.integers(0, F, m)
-            move = rng.random(m) < 0.7  # the first move always, further ones at 70 %
-            if _ == 0:
-                move[:] = True
+            move = rng.random(m) < 0.7 if k else np.ones(m, bool)  # first move always
             local = rng.random(m) < 0.5
             step = rng.choice(np.array([-2, -1, 1, 2]), m)
             new = np.where(local, R[np.arange(m), f] + step, rng.integers(0, sizes[f]))
@@ -363,7 +366,7 @@ class SeparationOracle:
     def grow_pool(self, points: list[np.ndarray]) -> int:
         """Add points and every one-cell move of them that is clearly inside the region
         (near separating samples is where the next ones tend to be). Returns the size."""
-        if not points or not hasattr(self, "_pool"):
+        if not points or self._pool is None:
             return self.pool_size()
         X = np.unique(np.concatenate([self._one_cell_moves(points), np.asarray(points)]), axis=0)
         y0 = self.inside_labels(X)
@@ -375,14 +378,14 @@ class SeparationOracle:
         return len(PX)
 
     def pool_size(self) -> int:
-        return len(self._pool[0]) if hasattr(self, "_pool") else 0
+        return 0 if self._pool is None else len(self._pool[0])
 
     def screen(self, compressed: ScoreModel, e_req: float, per_pair: int = 25) -> list[PairResult]:
         """Cheap pre-search: every cell on small domains (:meth:`enumerate_separation`),
         else the sample pool. Finds separating samples only; it never proves anything."""
         if self.can_enumerate():
             return self.enumerate_separation(compressed, e_req, per_pair)
-        if not hasattr(self, "_pool"):
+        if self._pool is None:
             return []
         return self._violations(*self._pool, compressed, e_req, per_pair)
 
