@@ -103,3 +103,25 @@ def test_generated_trees_stay_on_cell_boundaries(runs):
             for f, t in zip(tr.feature, tr.threshold):
                 if f >= 0:
                     assert (int(f), np.float32(t)) in allowed
+
+
+@pytest.mark.parametrize("milp", ["cover", "highs"])
+def test_prune_with_each_l0_solver_verifies(runs, milp, tmp_path):
+    """The L0 solver only chooses weights: with the cover or HiGHS' big-M MILP the
+    result is certified and verifies on every cell (onnxruntime on both files)."""
+    eta = CONFIGS[0][-1]
+    root, _ = runs[(*CONFIGS[0], "prune")]
+    out = tmp_path / milp
+    res = run_compress(
+        root / "model.onnx",
+        root / "train.csv",
+        out,
+        CompressConfig(mode="prune", eta=eta, time_limit=120, seed=0, milp=milp),
+    )
+    assert res.exit_code == 0
+    assert res.certificate.summary.l0_optimal
+    assert (res.certificate.summary.l0_big_m is None) == (milp == "cover")
+    rep = run_verify(
+        root / "model.onnx", out / "compressed.onnx", out / "certificate.json", exhaustive=True
+    )
+    assert rep.status == "verified", rep.message
