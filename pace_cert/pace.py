@@ -26,6 +26,7 @@ import numpy as np
 from . import master
 from .domain import FeatureDomain, build_domain, infer_binary
 from .ensemble import Ensemble, Tree, float32_sum_guard
+from .l0_cover import L0Cover
 from .oracle import PairResult, RegionSpec, ScoreModel, SeparationOracle
 from .region import margin_mask
 
@@ -320,12 +321,12 @@ class Pace:
                 )
             found = [r for r in results if r.status == "FEASIBLE"]
             proved = sum(r.status == "INFEASIBLE" for r in results)
-            if found and any(r.seconds > 0 for r in results):
+            if found and any(r.seconds > 0 for r in results):  # CP-SAT points
                 self.oracle.grow_pool([r.point for r in found])
-            if self.cfg.neighbours and found and any(r.seconds > 0 for r in results):
-                found += self.oracle.neighbours(
-                    [r.point for r in found], sm, required_margin(cand), self.cfg.neighbours
-                )
+                if self.cfg.neighbours:
+                    found += self.oracle.neighbours(
+                        [r.point for r in found], sm, required_margin(cand), self.cfg.neighbours
+                    )
             how = (
                 f"{len(found)} separating samples by screening"
                 if found and not proved and all(r.seconds == 0.0 for r in results)
@@ -410,8 +411,6 @@ class Pace:
             w = warm if start is None else np.r_[start.weights, start.offsets[1:]]
             solver = self._l0_solver(A, len(learners))
             if solver is None:  # the cover: no big-M, any weights on the support
-                from .l0_cover import L0Cover
-
                 if state["cover"] is None:
                     state["cover"] = L0Cover(
                         len(learners), self.original.n_classes - 1, seed=self.cfg.seed
