@@ -39,7 +39,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from . import master
-from .master import INF, MasterSolution, new_highs
+from .master import INF, MasterSolution, load_highs, new_highs, normalise_columns
 
 FEASIBLE_RHO = 1e-9  # normalised margin above which a support counts as feasible
 
@@ -51,13 +51,6 @@ class CoverStats:
     cuts: int = 0
     seconds: float = 0.0
     history: list[int] = field(default_factory=list)  # support size tried per iteration
-
-
-def _normalise(A: np.ndarray, n_learners: int) -> tuple[np.ndarray, np.ndarray]:
-    """Columns of the w-part scaled to max |a| = 1 (all-zero columns left as they are)."""
-    scale = np.max(np.abs(A[:, :n_learners]), axis=0) if len(A) else np.ones(n_learners)
-    scale = np.where(scale > 0, scale, 1.0)
-    return np.hstack([A[:, :n_learners] / scale, A[:, n_learners:]]), scale
 
 
 class MarginLP:
@@ -73,20 +66,9 @@ class MarginLP:
         cost = np.r_[np.zeros(T + nb), -1.0]  # minimise -rho
         lower = np.r_[np.zeros(T), np.full(nb, -offset_bound), -INF]
         upper = np.r_[np.zeros(T), np.full(nb, offset_bound), INF]
-        n = T + nb + 1
-        h.addCols(
-            n, cost, lower, upper, 0, np.zeros(n, np.int32), np.zeros(0, np.int32), np.zeros(0)
-        )
         M = np.vstack([np.hstack([An, -np.ones((n_rows, 1))]), np.r_[np.ones(T), np.zeros(nb + 1)]])
-        nz_r, nz_c = np.nonzero(M)
-        h.addRows(
-            len(M),
-            np.r_[np.zeros(n_rows), 1.0],
-            np.r_[np.full(n_rows, INF), 1.0],
-            len(nz_c),
-            np.searchsorted(nz_r, np.arange(len(M))).astype(np.int32),
-            nz_c.astype(np.int32),
-            M[nz_r, nz_c].astype(float),
+        load_highs(
+            h, M, cost, lower, upper, np.r_[np.zeros(n_rows), 1.0], np.r_[np.full(n_rows, INF), 1.0]
         )
         self.h, self.n_rows = h, n_rows
         self.on = np.zeros(T, bool)
@@ -223,7 +205,7 @@ class L0Cover:
         search; then the smallest feasible support seen (``warm_support`` if feasible,
         else every learner) is returned."""
         t0 = time.perf_counter()
-        An, scale = _normalise(A, self.T)
+        An, scale = normalise_columns(A, self.T)
         lp = MarginLP(An, self.T, self.offset_bound, self.seed)
         best = None  # (support, rho, w, beta)
 

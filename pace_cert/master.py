@@ -127,7 +127,7 @@ class L1Master:
         n_cols = A.shape[1]
         cost = np.r_[np.ones(T), np.zeros(n_cols - T)]
         lower = np.r_[np.zeros(T), np.full(n_cols - T, -INF)]
-        _add(self.h, A, cost, lower, np.full(n_cols, INF))
+        load_highs(self.h, A, cost, lower, np.full(n_cols, INF))
         self.cols = np.arange(n_cols)
         self.rebuilds += 1
 
@@ -217,7 +217,9 @@ def solve_max_margin(
     lower = np.r_[np.zeros(T), np.full(nb, -offset_bound), -INF]
     upper = np.r_[np.full(T, INF), np.full(nb, offset_bound), INF]
     M = np.vstack([np.hstack([A, -np.ones((n_rows, 1))]), np.r_[np.ones(T), np.zeros(nb + 1)]])
-    _add(h, M, cost, lower, upper, np.r_[np.zeros(n_rows), 1.0], np.r_[np.full(n_rows, INF), 1.0])
+    load_highs(
+        h, M, cost, lower, upper, np.r_[np.zeros(n_rows), 1.0], np.r_[np.full(n_rows, INF), 1.0]
+    )
     h.run()
     st = h.getModelStatus()
     if st != highspy.HighsModelStatus.kOptimal:
@@ -234,6 +236,14 @@ def solve_max_margin(
     )
 
 
+def normalise_columns(A: np.ndarray, n_learners: int) -> tuple[np.ndarray, np.ndarray]:
+    """(A with its w-columns scaled to max |a| = 1, the scales); all-zero columns and an
+    empty A keep scale 1. The offset columns are left as they are."""
+    scale = np.max(np.abs(A[:, :n_learners]), axis=0) if len(A) else np.ones(n_learners)
+    scale = np.where(scale > 0, scale, 1.0)
+    return np.hstack([A[:, :n_learners] / scale, A[:, n_learners:]]), scale
+
+
 def max_margin_on_support(
     A: np.ndarray, n_learners: int, support: np.ndarray, *, seed: int = 0
 ) -> MasterSolution | None:
@@ -243,10 +253,7 @@ def max_margin_on_support(
     but weights in the middle of the feasible cone rather than at a vertex of it, so the
     candidate tends to hold on nearby inputs too (fewer separation rounds)."""
     support = np.asarray(support, np.int64)
-    cols = A[:, support]
-    scale = np.max(np.abs(cols), axis=0)
-    scale[scale == 0] = 1.0
-    sub = np.hstack([cols / scale, A[:, n_learners:]])
+    sub, scale = normalise_columns(np.hstack([A[:, support], A[:, n_learners:]]), len(support))
     try:
         sol = solve_max_margin(sub, len(support), seed=seed)
     except RuntimeError:
@@ -307,7 +314,7 @@ def solve_l0(
     full = np.vstack([np.hstack([A, np.zeros((n_rows, T))]), link, count])
     row_lo = np.r_[np.ones(n_rows), np.full(T, -INF), float(min_support)]
     row_hi = np.r_[np.full(n_rows, INF), np.zeros(T), INF]
-    _add(h, full, cost, lower, upper, row_lo, row_hi)
+    load_highs(h, full, cost, lower, upper, row_lo, row_hi)
     idx = np.arange(n_cols, n_cols + T, dtype=np.int32)
     h.changeColsIntegrality(T, idx, np.array([highspy.HighsVarType.kInteger] * T))
     h.setOptionValue("mip_rel_gap", 0.0)
@@ -410,7 +417,9 @@ def solve_l0_gurobi(
         env.dispose()
 
 
-def _add(h, M, cost, lower, upper, row_lo=None, row_hi=None) -> None:
+def load_highs(h, M, cost, lower, upper, row_lo=None, row_hi=None) -> None:
+    """Append columns (cost, bounds) and then the rows of dense M (row bounds; default
+    [1, inf)) to HiGHS model h, M stored sparse."""
     n_rows, n_cols = M.shape
     h.addCols(
         n_cols,

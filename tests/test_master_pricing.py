@@ -164,7 +164,7 @@ def test_l1_master_warm_start_matches_cold_solves(n_classes):
             warm_iters += warm.iterations
             h = master.new_highs()
             h.setOptionValue("presolve", "off")  # count simplex pivots, as a warm re-solve does
-            master._add(  # the same LP, cold, to count its iterations
+            master.load_highs(  # the same LP, cold, to count its iterations
                 h,
                 A,
                 np.r_[np.ones(len(learners)), np.zeros(n_classes - 1)],
