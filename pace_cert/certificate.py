@@ -127,7 +127,8 @@ class Summary(_Strict):
     status: Literal["certified", "inconclusive"]
     mode: str
     phase: str = Field(
-        description="phase whose model was kept: l1, l0, boost, l0-enriched or l1-generated"
+        description="phase whose model was kept: l1, l0, l0-reweighted, boost, l0-enriched, "
+        "l0-enriched-reweighted or l1-generated"
     )
     trees_before: int
     trees_after: int
@@ -142,7 +143,12 @@ class Summary(_Strict):
     pricing: Literal["none", "exact", "heuristic"]
     generation_stop: str
     l0_big_m: float | None
-    l0_optimal: bool | None
+    l0_optimal: bool | None = Field(
+        description="true when the kept model is an L0 solution proved optimal on the final "
+        "samples; false when an L0 problem was solved but the kept model is not such a "
+        "solution (time-limited solve, or a fallback: l1, l0-reweighted, boost); null when "
+        "no L0 problem was solved"
+    )
     fidelity: float = Field(description="agreement with the original on the data given")
     accuracy_original: float
     accuracy_compressed: float

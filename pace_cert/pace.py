@@ -63,6 +63,9 @@ class CompressConfig:
     boost_restarts: int = 4  # boosting also starts from each of these best-support trees
     l1_warm_start: bool = True  # keep one HiGHS L1 model across rounds (False: rebuild)
     pool_per_row: int = 20  # screening pool on large domains: random variants per row (0: off)
+    l0_share: float = 0.5  # of the time left, for the L0 loop when a certified model can shrink
+    reweight_rounds: int = 8  # reweighted-L1 loops after an L0 loop that did not certify
+    reweight_eps: float = 0.01  # c_t = 1 / (w_t + eps * max w)
 
 
 @dataclass
@@ -250,6 +253,7 @@ class Pace:
         self.history: list[HistoryEntry] = []
         self.l1_values: list[float] = []
         self.reduced_costs: list[float] = []
+        self._l0_last: master.MasterSolution | None = None  # last L0 candidate (shrink order)
 
     # ---------------------------------------------------------------- utilities
     def remaining(self) -> float | None:
@@ -353,7 +357,7 @@ class Pace:
                 x = r.point
                 self.history.append(
                     HistoryEntry(
-                        phase,
+                        phase.split("-")[0],  # l0-reweighted samples are L0-phase samples
                         it,
                         r.y0,
                         r.y,
@@ -406,7 +410,7 @@ class Pace:
                 )
                 if kept is not None:  # optimal stays optimal; a time-limited incumbent stays one
                     kept = dataclasses.replace(kept, optimal=start.optimal)
-                    last["sol"] = kept
+                    last["sol"] = self._l0_last = kept
                     return self._robust(A, len(learners), kept)
             w = warm if start is None else np.r_[start.weights, start.offsets[1:]]
             solver = self._l0_solver(A, len(learners))
@@ -419,7 +423,7 @@ class Pace:
                         state["cover"].prefer(np.asarray(warm[: len(learners)]))
                 ws = None if w is None else np.flatnonzero(np.asarray(w[: len(learners)]) > 0)
                 s = state["cover"].solve(A, warm_support=ws, deadline=time.perf_counter() + tl)
-                last["sol"] = s
+                last["sol"] = self._l0_last = s
                 self.l0_optimal = s.optimal
                 return self._robust(A, len(learners), s)
             # rows were only added since the last solve: its optimum is a lower bound
@@ -434,13 +438,81 @@ class Pace:
                 time_limit=tl,
                 min_support=lb,
             )
-            last["sol"] = s
+            last["sol"] = self._l0_last = s
             self.l0_optimal = s.optimal
             self.big_m = big_m
             return self._robust(A, len(learners), s)
 
         res = self.faithful_loop("l0", solve, learners)
         return res, last.get("sol") if res.certified else None
+
+    def prune_phase(
+        self, learners: list[Tree], l1_value: float, warm: np.ndarray | None, name: str
+    ) -> None:
+        """The L0 loop, then (if it did not certify) reweighted L1 from the smallest
+        certified model, offered as ``name`` and ``name + "-reweighted"``.
+
+        Under a time limit the L0 loop gets ``cfg.l0_share`` of the time left when a
+        certified model exists to shrink: on large domains the L0 loop may not converge
+        (every optimal support of the samples is falsified in turn), and reweighting
+        turns the rest of the budget into certified, smaller models."""
+        left = self.remaining()
+        deadline = self.deadline
+        can_shrink = self.best is not None and self.best[0].model.n_trees > 1
+        if left is not None and can_shrink:
+            self.deadline = time.perf_counter() + self.cfg.l0_share * max(left, 0.0)
+        try:
+            l0, _ = self.l0_phase(learners, l1_value, warm)
+        finally:
+            self.deadline = deadline
+        self._offer(l0, name)
+        if l0.certified or not can_shrink or self.best is None:
+            return
+        guide = None if self._l0_last is None else self._l0_last.weights > 0
+        self._offer(self.reweight_phase(self.best[0], learners, guide), name + "-reweighted")
+
+    def reweight_phase(
+        self, start: PhaseResult, learners: list[Tree], guide: np.ndarray | None = None
+    ) -> PhaseResult:
+        """Iteratively reweighted L1 (Candes, Wakin and Boyd 2008) from the certified
+        ``start``, an anytime route towards the L0 optimum: the faithful loop on
+        min sum_t c_t w_t with c_t = 1 / (w_t + eps * max w) from the last certified
+        weights, so learners with small or no weight become expensive and drop out.
+        Each round is an ordinary L1 faithful loop (few separation rounds, as it moves
+        the weights smoothly); it stops when the support no longer shrinks, a loop does
+        not certify, or after ``cfg.reweight_rounds``. ``guide`` (a boolean mask over
+        learners, e.g. the last L0 candidate's support) sets the first costs instead: 1 on
+        the mask, 1 / eps elsewhere. Returns the smallest certified result (``start`` if
+        none is smaller)."""
+        best = start
+        n = len(learners)
+        for k in range(self.cfg.reweight_rounds):
+            left = self.remaining()
+            if (left is not None and left <= 0) or best.model is None or best.model.n_trees <= 1:
+                break
+            w = np.zeros(n)
+            if k == 0 and guide is not None and guide[:n].any():
+                w[: min(n, len(guide))] = guide[:n]
+            else:
+                w[best.keep] = best.weights
+            cost = 1.0 / (w + self.cfg.reweight_eps * float(w.max()))
+            cost /= cost.min()
+            lp = master.L1Master(seed=self.cfg.seed)  # warm within the loop: costs fixed
+
+            def solve(
+                A: np.ndarray, lp: master.L1Master = lp, cost: np.ndarray = cost
+            ) -> master.MasterSolution:
+                s = lp.solve(np.hstack([A[:, :n] / cost, A[:, n:]]), n)  # w' = c w
+                return dataclasses.replace(s, weights=s.weights / cost)
+
+            res = self.faithful_loop("l0-reweighted", solve, learners)
+            if not res.certified or res.model is None:
+                break
+            if res.model.n_trees >= best.model.n_trees:
+                break
+            self.say(f"[l0-reweighted] certified {res.model.n_trees} learners")
+            best = res
+        return best
 
     def _robust(
         self, A: np.ndarray, n_learners: int, sol: master.MasterSolution
@@ -570,8 +642,7 @@ class Pace:
             self._offer(l1, "l1" if cfg.mode != "generate" else "l1-original")
         if cfg.mode in ("prune", "pace") and l1.certified and l1_sol is not None:
             warm = np.r_[l1_sol.weights, l1_sol.offsets[1:]]
-            l0, _ = self.l0_phase(self.learners, l1_sol.objective, warm)
-            self._offer(l0, "l0")
+            self.prune_phase(self.learners, l1_sol.objective, warm, "l0")
         if cfg.mode == "pace" and self.best is not None and self.best[0].model.n_trees > 1:
             self._offer(self.boost_phase(self.best[0].model.n_trees - 1), "boost")
         if cfg.mode in ("pace", "generate") and l1.certified:
@@ -589,8 +660,7 @@ class Pace:
                     warm = np.r_[l1_sol.weights, l1_sol.offsets[1:]]
                 A = self.matrix(self.learners)
                 l1_value = self.l1_master.solve(A, len(self.learners)).objective
-                l0, _ = self.l0_phase(self.learners, l1_value, warm)
-                self._offer(l0, "l0-enriched")
+                self.prune_phase(self.learners, l1_value, warm, "l0-enriched")
         return self._result()
 
     def _offer(self, res: PhaseResult, name: str) -> None:
@@ -624,7 +694,11 @@ class Pace:
             samples_dropped=self.samples_dropped,
             e_req=required_margin(model) if certified else 0.0,
             big_m=self.big_m,
-            l0_optimal=self.l0_optimal,
+            l0_optimal=(
+                None
+                if self.l0_optimal is None
+                else self.l0_optimal and certified and best[1] in ("l0", "l0-enriched")
+            ),
             seconds=time.perf_counter() - self.t0,
             plausibility=self.plausibility,
             weights=best[0].weights if certified else [],

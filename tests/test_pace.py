@@ -125,3 +125,58 @@ def test_prune_with_each_l0_solver_verifies(runs, milp, tmp_path):
         root / "model.onnx", out / "compressed.onnx", out / "certificate.json", exhaustive=True
     )
     assert rep.status == "verified", rep.message
+
+
+@pytest.mark.parametrize(("fam", "seed", "eta", "smaller"), [("rf", 1, 0.0, 7), ("et", 2, 0.1, 2)])
+def test_reweighted_l1_shrinks_and_stays_faithful(tmp_path, fam, seed, eta, smaller):
+    """The reweighted-L1 fallback (run when an L0 loop runs out of time) returns a
+    certified model strictly smaller than the L1 one here (rf: 9 -> 7 trees, et: 4 -> 2),
+    and that model, written to ONNX, gives the original's label on every cell inside
+    the region (onnxruntime on both files). Its samples are recorded as L0 samples."""
+    from pace_cert import runtime
+    from pace_cert.onnx_writer import ensemble_to_onnx
+    from pace_cert.pace import Pace
+
+    X, y = small_problem(seed, n_features=3, n_rows=200)
+    model = zoo.make_model(fam, 20 if fam == "rf" else 15, 2, seed).fit(X, y)
+    path = tmp_path / "model.onnx"
+    path.write_bytes(zoo.export_onnx(model, 3).SerializeToString())
+    original, info = read_ensemble(path)
+    p = Pace(original, X.astype(np.float32), CompressConfig(mode="prune", eta=eta, seed=0))
+    l1, _ = p.l1_phase(p.learners)
+    assert l1.certified and l1.model is not None
+    res = p.reweight_phase(l1, p.learners)
+    assert res.certified and res.model is not None
+    assert res.model.n_trees == smaller < l1.model.n_trees
+    grid, _ = p.oracle._grid()  # every allowed cell clearly inside the region
+    assert len(grid) > 0
+    comp = runtime.session(ensemble_to_onnx(res.model, info).SerializeToString())
+    orig = runtime.session(path.read_bytes())
+    assert np.array_equal(runtime.labels(orig, grid), runtime.labels(comp, grid))
+    assert {h.phase for h in p.history} <= {"l1", "l0"}
+
+
+def test_prune_falls_back_to_reweighted_l1_when_l0_gets_no_time(tmp_path):
+    """With no time share for the L0 loop (``l0_share=0``: one L0 solve, no separation)
+    prune returns the reweighted model, guided by that L0 support and labelled as such in
+    the certificate (not an L0 optimum), and ``verify --exhaustive`` accepts it."""
+    X, y = small_problem(1, n_features=3, n_rows=200)
+    model = zoo.make_model("rf", 20, 2, 1).fit(X, y)
+    (tmp_path / "model.onnx").write_bytes(zoo.export_onnx(model, 3).SerializeToString())
+    zoo.write_csv(tmp_path / "train.csv", X, y, ["f0", "f1", "f2"])
+    out = tmp_path / "out"
+    res = run_compress(
+        tmp_path / "model.onnx",
+        tmp_path / "train.csv",
+        out,
+        CompressConfig(mode="prune", time_limit=120, seed=0, l0_share=0.0),
+    )
+    assert res.exit_code == 0
+    summary = res.certificate.summary
+    assert summary.phase == "l0-reweighted"
+    assert summary.trees_after < 9  # the L1 support; the guided reweighting gives 5
+    assert summary.l0_optimal is False
+    rep = run_verify(
+        tmp_path / "model.onnx", out / "compressed.onnx", out / "certificate.json", exhaustive=True
+    )
+    assert rep.status == "verified", rep.message
