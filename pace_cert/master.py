@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from dataclasses import dataclass
 
 import highspy
@@ -32,17 +33,22 @@ import numpy as np
 INF = highspy.kHighsInf
 
 
+_STDOUT_LOCK = threading.Lock()  # fd 1 is process-wide: one redirection at a time
+
+
 @contextlib.contextmanager
 def _quiet_stdout():
-    """HiGHS prints a banner on construction; keep stdout clean for --json."""
-    fd = os.dup(1)
-    try:
-        with open(os.devnull, "w") as devnull:
-            os.dup2(devnull.fileno(), 1)
-            yield
-    finally:
-        os.dup2(fd, 1)
-        os.close(fd)
+    """HiGHS prints a banner on construction; keep stdout clean for --json. Serialised:
+    two threads swapping fd 1 at once could leave it pointing at /dev/null."""
+    with _STDOUT_LOCK:
+        fd = os.dup(1)
+        try:
+            with open(os.devnull, "w") as devnull:
+                os.dup2(devnull.fileno(), 1)
+                yield
+        finally:
+            os.dup2(fd, 1)
+            os.close(fd)
 
 
 def new_highs(threads: int = 1, seed: int = 0, time_limit: float | None = None) -> highspy.Highs:

@@ -160,7 +160,6 @@ class MilpSeparationOracle(SeparationOracle):
         # new_highs silences HiGHS's banner by redirecting file descriptor 1 around the
         # constructor; concurrent redirections from the pair threads would race and can
         # leave stdout pointing at /dev/null, so constructions are serialised.
-        self._highs_lock = threading.Lock()
 
     # ---------------------------------------------------------------- model building
     def _links(self, slot: int) -> _Links:
@@ -279,8 +278,7 @@ class MilpSeparationOracle(SeparationOracle):
 
     def _build(self, lay: _Layout, rows: _Rows, cost: np.ndarray, workers: int) -> highspy.Highs:
         """A maximising HiGHS MILP: binary u, continuous z in [0, 1], the given rows."""
-        with self._highs_lock:
-            h = new_highs(threads=workers, seed=self.seed)
+        h = new_highs(threads=workers, seed=self.seed)  # thread-safe (stdout lock)
         n = lay.n_cols
         h.addCols(
             n, cost, np.zeros(n), np.ones(n), 0, np.zeros(n, np.int32), np.zeros(0, np.int32),

@@ -224,3 +224,18 @@ def test_boost_finds_a_single_new_tree_for_a_depth2_concept():
     A = master.margin_rows(leaf_values([*pool, *res.new_trees], X), y0)
     assert np.all(A @ np.r_[res.weights, res.offsets[1:]] >= 1 - 1e-7)
     assert np.array_equal(np.argmax(res.new_trees[0].value[res.new_trees[0].apply(X)], 1), y0)
+
+
+def test_new_highs_leaves_stdout_alone_under_threads():
+    """HiGHS instances built from many threads at once (the MILP oracle does) leave fd 1
+    where it was: the banner redirection is serialised."""
+    import os
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pace_cert.master import new_highs
+
+    before = os.fstat(1)
+    with ThreadPoolExecutor(max_workers=8) as ex:
+        list(ex.map(lambda _: new_highs(), range(200)))
+    after = os.fstat(1)
+    assert (after.st_dev, after.st_ino) == (before.st_dev, before.st_ino)
