@@ -447,7 +447,12 @@ class Pace:
         return res, last.get("sol") if res.certified else None
 
     def prune_phase(
-        self, learners: list[Tree], l1_value: float, warm: np.ndarray | None, name: str
+        self,
+        learners: list[Tree],
+        l1_value: float,
+        warm: np.ndarray | None,
+        name: str,
+        last: bool = False,
     ) -> None:
         """The L0 loop, then (if it did not certify) reweighted L1 from the smallest
         certified model, offered as ``name`` and ``name + "-reweighted"``.
@@ -455,7 +460,10 @@ class Pace:
         Under a time limit the L0 loop gets ``cfg.l0_share`` of the time left when a
         certified model exists to shrink: on large domains the L0 loop may not converge
         (every optimal support of the samples is falsified in turn), and reweighting
-        turns the rest of the budget into certified, smaller models."""
+        turns the rest of the budget into certified, smaller models. When reweighting
+        stops early and this is the run's ``last`` phase, the time still left goes to
+        the L0 loop again, warm-started from the smallest certified model and with every
+        sample gathered so far."""
         left = self.remaining()
         deadline = self.deadline
         can_shrink = self.best is not None and self.best[0].model.n_trees > 1
@@ -470,6 +478,11 @@ class Pace:
             return
         guide = None if self._l0_last is None else self._l0_last.weights > 0
         self._offer(self.reweight_phase(self.best[0], learners, guide), name + "-reweighted")
+        left = self.remaining()
+        if last and left is not None and left > 1.0 and self.best[0].model.n_trees > 1:
+            self.say(f"[{name}] reweighting stopped; L0 loop again for the last {left:.0f} s")
+            l0, _ = self.l0_phase(learners, l1_value, self._warm_from_best())
+            self._offer(l0, name)
 
     def reweight_phase(
         self, start: PhaseResult, learners: list[Tree], guide: np.ndarray | None = None
@@ -642,7 +655,7 @@ class Pace:
             self._offer(l1, "l1" if cfg.mode != "generate" else "l1-original")
         if cfg.mode in ("prune", "pace") and l1.certified and l1_sol is not None:
             warm = np.r_[l1_sol.weights, l1_sol.offsets[1:]]
-            self.prune_phase(self.learners, l1_sol.objective, warm, "l0")
+            self.prune_phase(self.learners, l1_sol.objective, warm, "l0", cfg.mode == "prune")
         if cfg.mode == "pace" and self.best is not None and self.best[0].model.n_trees > 1:
             self._offer(self.boost_phase(self.best[0].model.n_trees - 1), "boost")
         if cfg.mode in ("pace", "generate") and l1.certified:
@@ -660,7 +673,7 @@ class Pace:
                     warm = np.r_[l1_sol.weights, l1_sol.offsets[1:]]
                 A = self.matrix(self.learners)
                 l1_value = self.l1_master.solve(A, len(self.learners)).objective
-                self.prune_phase(self.learners, l1_value, warm, "l0-enriched")
+                self.prune_phase(self.learners, l1_value, warm, "l0-enriched", last=True)
         return self._result()
 
     def _offer(self, res: PhaseResult, name: str) -> None:

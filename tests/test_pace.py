@@ -180,3 +180,20 @@ def test_prune_falls_back_to_reweighted_l1_when_l0_gets_no_time(tmp_path):
         tmp_path / "model.onnx", out / "compressed.onnx", out / "certificate.json", exhaustive=True
     )
     assert rep.status == "verified", rep.message
+
+
+def test_prune_runs_the_l0_loop_again_when_reweighting_stops_early(tmp_path):
+    """Time left after reweighting goes back to the L0 loop in prune's last phase; the
+    result is never larger than the reweighted one (5 trees here)."""
+    from pace_cert.pace import Pace
+
+    X, y = small_problem(1, n_features=3, n_rows=200)
+    model = zoo.make_model("rf", 20, 2, 1).fit(X, y)
+    (tmp_path / "m.onnx").write_bytes(zoo.export_onnx(model, 3).SerializeToString())
+    original, _ = read_ensemble(tmp_path / "m.onnx")
+    said: list[str] = []
+    cfg = CompressConfig(mode="prune", time_limit=120, seed=0, l0_share=0.0)
+    res = Pace(original, X.astype(np.float32), cfg, progress=said.append).run()
+    assert any("L0 loop again" in m for m in said)
+    assert res.certified and res.compressed.n_trees <= 5
+    assert res.phase in ("l0", "l0-reweighted")
