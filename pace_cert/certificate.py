@@ -144,10 +144,12 @@ class Summary(_Strict):
     generation_stop: str
     l0_big_m: float | None
     l0_optimal: bool | None = Field(
-        description="true when the kept model is an L0 solution proved optimal on the final "
-        "samples; false when an L0 problem was solved but the kept model is not such a "
-        "solution (time-limited solve, or a fallback: l1, l0-reweighted, boost); null when "
-        "no L0 problem was solved"
+        description="true when an L0 loop certified a model whose support was proved "
+        "optimal on its samples (so no faithful weighting of the pool has fewer learners) "
+        "and the kept "
+        "model has that many learners; false when an L0 problem was solved but that is "
+        "not established (time-limited solves, or a larger fallback: l1, l0-reweighted, "
+        "boost); null when no L0 problem was solved"
     )
     fidelity: float = Field(description="agreement with the original on the data given")
     accuracy_original: float

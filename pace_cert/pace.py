@@ -63,7 +63,7 @@ class CompressConfig:
     boost_restarts: int = 4  # boosting also starts from each of these best-support trees
     l1_warm_start: bool = True  # keep one HiGHS L1 model across rounds (False: rebuild)
     pool_per_row: int = 20  # screening pool on large domains: random variants per row (0: off)
-    l0_share: float = 0.5  # of the time left, for the L0 loop when a certified model can shrink
+    l0_share: float = 0.5  # of the time left, for the L0 loop before the reweighting fallback
     reweight_rounds: int = 8  # reweighted-L1 loops after an L0 loop that did not certify
     reweight_eps: float = 0.01  # c_t = 1 / (w_t + eps * max w)
 
@@ -253,7 +253,6 @@ class Pace:
         self.history: list[HistoryEntry] = []
         self.l1_values: list[float] = []
         self.reduced_costs: list[float] = []
-        self._l0_last: master.MasterSolution | None = None  # last L0 candidate (shrink order)
 
     # ---------------------------------------------------------------- utilities
     def remaining(self) -> float | None:
@@ -390,6 +389,17 @@ class Pace:
     def l0_phase(
         self, learners: list[Tree], l1_value: float, warm: np.ndarray | None
     ) -> tuple[PhaseResult, master.MasterSolution | None]:
+        """The L0 faithful loop; returns its result and, if certified, the last solution."""
+        solve, last = self._l0_master(learners, l1_value, warm)
+        res = self.faithful_loop("l0", solve, learners)
+        return res, last.get("sol") if res.certified else None
+
+    def _l0_master(
+        self, learners: list[Tree], l1_value: float, warm: np.ndarray | None
+    ) -> tuple[Callable[[np.ndarray], master.MasterSolution], dict[str, master.MasterSolution]]:
+        """The L0 master as a function of the sample matrix, and the dict holding its last
+        solution. State (the cover's cuts, the last support) persists across calls, so a
+        caller may solve once, do something else, and then run the loop on it."""
         big_m = self.cfg.kappa * max(l1_value, 1e-9)
         if warm is not None:  # keep the warm start (e.g. the prune-only solution) feasible
             big_m = max(big_m, 2.0 * float(np.max(warm[: len(learners)], initial=0.0)))
@@ -410,7 +420,7 @@ class Pace:
                 )
                 if kept is not None:  # optimal stays optimal; a time-limited incumbent stays one
                     kept = dataclasses.replace(kept, optimal=start.optimal)
-                    last["sol"] = self._l0_last = kept
+                    last["sol"] = kept
                     return self._robust(A, len(learners), kept)
             w = warm if start is None else np.r_[start.weights, start.offsets[1:]]
             solver = self._l0_solver(A, len(learners))
@@ -423,7 +433,7 @@ class Pace:
                         state["cover"].prefer(np.asarray(warm[: len(learners)]))
                 ws = None if w is None else np.flatnonzero(np.asarray(w[: len(learners)]) > 0)
                 s = state["cover"].solve(A, warm_support=ws, deadline=time.perf_counter() + tl)
-                last["sol"] = self._l0_last = s
+                last["sol"] = s
                 self.l0_optimal = s.optimal
                 return self._robust(A, len(learners), s)
             # rows were only added since the last solve: its optimum is a lower bound
@@ -438,51 +448,49 @@ class Pace:
                 time_limit=tl,
                 min_support=lb,
             )
-            last["sol"] = self._l0_last = s
+            last["sol"] = s
             self.l0_optimal = s.optimal
             self.big_m = big_m
             return self._robust(A, len(learners), s)
 
-        res = self.faithful_loop("l0", solve, learners)
-        return res, last.get("sol") if res.certified else None
+        return solve, last
 
     def prune_phase(
-        self,
-        learners: list[Tree],
-        l1_value: float,
-        warm: np.ndarray | None,
-        name: str,
-        last: bool = False,
+        self, learners: list[Tree], l1_value: float, warm: np.ndarray | None, name: str
     ) -> None:
-        """The L0 loop, then (if it did not certify) reweighted L1 from the smallest
-        certified model, offered as ``name`` and ``name + "-reweighted"``.
+        """The L0 loop, with reweighted L1 as an anytime fallback; certified models
+        offered as ``name`` and ``name + "-reweighted"``.
 
-        Under a time limit the L0 loop gets ``cfg.l0_share`` of the time left when a
-        certified model exists to shrink: on large domains the L0 loop may not converge
-        (every optimal support of the samples is falsified in turn), and reweighting
-        turns the rest of the budget into certified, smaller models. When reweighting
-        stops early and this is the run's ``last`` phase, the time still left goes to
-        the L0 loop again, warm-started from the smallest certified model and with every
-        sample gathered so far."""
+        Under a time limit, and when a certified model with more than one learner exists,
+        the L0 loop first gets ``cfg.l0_share`` of the time left. On large domains it may
+        not converge (every optimal support of the samples is falsified in turn); if it
+        has not certified by then, reweighted L1 (:meth:`reweight_phase`, first costs
+        from the last L0 candidate's support) turns part of the budget into certified,
+        smaller models, and stops once the support stops shrinking. The L0 loop then
+        continues on the same master (its cuts, last support and samples kept) with the
+        time still left, so a loop that converges slowly can still finish."""
+        solve, last = self._l0_master(learners, l1_value, warm)
         left = self.remaining()
-        deadline = self.deadline
-        can_shrink = self.best is not None and self.best[0].model.n_trees > 1
-        if left is not None and can_shrink:
+        if left is not None and self.best is not None and self.best[0].model.n_trees > 1:
+            deadline = self.deadline
             self.deadline = time.perf_counter() + self.cfg.l0_share * max(left, 0.0)
-        try:
-            l0, _ = self.l0_phase(learners, l1_value, warm)
-        finally:
-            self.deadline = deadline
-        self._offer(l0, name)
-        if l0.certified or not can_shrink or self.best is None:
-            return
-        guide = None if self._l0_last is None else self._l0_last.weights > 0
-        self._offer(self.reweight_phase(self.best[0], learners, guide), name + "-reweighted")
-        left = self.remaining()
-        if last and left is not None and left > 1.0 and self.best[0].model.n_trees > 1:
-            self.say(f"[{name}] reweighting stopped; L0 loop again for the last {left:.0f} s")
-            l0, _ = self.l0_phase(learners, l1_value, self._warm_from_best())
-            self._offer(l0, name)
+            try:
+                l0 = self.faithful_loop("l0", solve, learners)
+            finally:
+                self.deadline = deadline
+            if l0.certified:
+                self._offer_l0(l0, name)
+                return
+            guide = last["sol"].weights > 0 if "sol" in last else None
+            self._offer(self.reweight_phase(self.best[0], learners, guide), name + "-reweighted")
+        self._offer_l0(self.faithful_loop("l0", solve, learners), name)
+
+    def _offer_l0(self, res: PhaseResult, name: str) -> None:
+        """Offer an L0 loop's result; remember its size when its support was proved
+        optimal on the samples (no faithful weighting of the pool has fewer learners)."""
+        if res.certified and res.optimal and res.model is not None:
+            self.l0_proved = res.model.n_trees
+        self._offer(res, name)
 
     def reweight_phase(
         self, start: PhaseResult, learners: list[Tree], guide: np.ndarray | None = None
@@ -650,12 +658,13 @@ class Pace:
         )
         self.best: tuple[PhaseResult, str] | None = None
         self.l0_optimal: bool | None = None
+        self.l0_proved: int | None = None  # size of a certified, optimally solved L0 model
         l1, l1_sol = self.l1_phase(self.learners)
         if l1.certified:
             self._offer(l1, "l1" if cfg.mode != "generate" else "l1-original")
         if cfg.mode in ("prune", "pace") and l1.certified and l1_sol is not None:
             warm = np.r_[l1_sol.weights, l1_sol.offsets[1:]]
-            self.prune_phase(self.learners, l1_sol.objective, warm, "l0", cfg.mode == "prune")
+            self.prune_phase(self.learners, l1_sol.objective, warm, "l0")
         if cfg.mode == "pace" and self.best is not None and self.best[0].model.n_trees > 1:
             self._offer(self.boost_phase(self.best[0].model.n_trees - 1), "boost")
         if cfg.mode in ("pace", "generate") and l1.certified:
@@ -673,7 +682,7 @@ class Pace:
                     warm = np.r_[l1_sol.weights, l1_sol.offsets[1:]]
                 A = self.matrix(self.learners)
                 l1_value = self.l1_master.solve(A, len(self.learners)).objective
-                self.prune_phase(self.learners, l1_value, warm, "l0-enriched", last=True)
+                self.prune_phase(self.learners, l1_value, warm, "l0-enriched")
         return self._result()
 
     def _offer(self, res: PhaseResult, name: str) -> None:
@@ -708,9 +717,7 @@ class Pace:
             e_req=required_margin(model) if certified else 0.0,
             big_m=self.big_m,
             l0_optimal=(
-                None
-                if self.l0_optimal is None
-                else self.l0_optimal and certified and best[1] in ("l0", "l0-enriched")
+                None if self.l0_optimal is None else certified and self.l0_proved == model.n_trees
             ),
             seconds=time.perf_counter() - self.t0,
             plausibility=self.plausibility,
