@@ -386,14 +386,6 @@ class Pace:
             self.l1_values.append(res.objective)
         return res, last.get("sol")
 
-    def l0_phase(
-        self, learners: list[Tree], l1_value: float, warm: np.ndarray | None
-    ) -> tuple[PhaseResult, master.MasterSolution | None]:
-        """The L0 faithful loop; returns its result and, if certified, the last solution."""
-        solve, last = self._l0_master(learners, l1_value, warm)
-        res = self.faithful_loop("l0", solve, learners)
-        return res, last.get("sol") if res.certified else None
-
     def _l0_master(
         self, learners: list[Tree], l1_value: float, warm: np.ndarray | None
     ) -> tuple[Callable[[np.ndarray], master.MasterSolution], dict[str, master.MasterSolution]]:
@@ -509,11 +501,11 @@ class Pace:
         n = len(learners)
         for k in range(self.cfg.reweight_rounds):
             left = self.remaining()
-            if (left is not None and left <= 0) or best.model is None or best.model.n_trees <= 1:
+            if (left is not None and left <= 0) or best.model.n_trees <= 1:
                 break
             w = np.zeros(n)
-            if k == 0 and guide is not None and guide[:n].any():
-                w[: min(n, len(guide))] = guide[:n]
+            if k == 0 and guide is not None and guide.any():
+                w[guide] = 1.0
             else:
                 w[best.keep] = best.weights
             cost = 1.0 / (w + self.cfg.reweight_eps * float(w.max()))
