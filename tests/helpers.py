@@ -23,6 +23,60 @@ def trained(kind: str, name: str, n: int, depth: int, seed: int = 0, labels=None
     return m, zoo.export_onnx(m, X.shape[1]), X, y
 
 
+def candidates(original, rng) -> list:
+    """Random sub-ensembles of ``original`` with random weights and offsets, folded to
+    float32 as the driver does, plus the original itself in our format (a faithful one)."""
+    from pace_cert.pace import fold
+
+    out = []
+    for _ in range(4):
+        w = rng.uniform(0, 1, original.n_trees) * (rng.uniform(size=original.n_trees) < 0.6)
+        if not w.any():
+            w[0] = 1.0
+        offsets = np.r_[0.0, rng.normal(scale=0.2, size=original.n_classes - 1)]
+        model, _ = fold(
+            list(original.trees),
+            w,
+            offsets,
+            original.classes,
+            ["original"] * original.n_trees,
+            original.n_features,
+            1e-9,
+        )
+        out.append(model)
+    model, _ = fold(
+        list(original.trees),
+        original.weights,
+        original.base,
+        original.classes,
+        ["original"] * original.n_trees,
+        original.n_features,
+        0,
+    )
+    out.append(model)
+    return out
+
+
+def oracle_region(original, extra_trees, eta: float, forest, binary=None):
+    """(domain, RegionSpec, c_o) for separating candidates of ``original`` in the region
+    (confidence eta, plausibility ``forest`` or None); the domain also covers
+    ``extra_trees`` (e.g. a candidate's)."""
+    from pace_cert.domain import build_domain
+    from pace_cert.oracle import RegionSpec, ScoreModel
+    from pace_cert.pace import region_margin
+
+    pl = (
+        None
+        if forest is None
+        else ScoreModel(forest.trees, tuple(t.value for t in forest.trees), np.zeros(1))
+    )
+    trees = [*original.trees, *extra_trees, *(forest.trees if forest else [])]
+    dom = build_domain(trees, original.n_features, binary)
+    c_o = region_margin(original, eta)
+    region = RegionSpec(c_o, pl, None if forest is None else forest.delta_abs)
+    return dom, region, c_o
+
+
 def small_problem(seed: int, n_features: int = 3, n_classes: int = 2, n_rows: int = 120):
     """A random small dataset on a coarse grid: few distinct thresholds per feature."""
     rng = np.random.default_rng(seed)

@@ -16,62 +16,21 @@ import numpy as np
 import pytest
 
 from pace_cert import zoo
-from pace_cert.domain import build_domain, infer_binary
-from pace_cert.ensemble import Ensemble
+from pace_cert.domain import infer_binary
 from pace_cert.onnx_reader import OnnxModelInfo, ensemble_from_model
 from pace_cert.onnx_writer import ensemble_to_onnx
-from pace_cert.oracle import RegionSpec, ScoreModel, SeparationOracle
-from pace_cert.pace import fold, region_margin, required_margin
+from pace_cert.oracle import ScoreModel, SeparationOracle
+from pace_cert.pace import required_margin
 from pace_cert.region import region_mask
 from pace_cert.runtime import labels, session
 
-from .helpers import small_problem
-
-
-def _candidates(original: Ensemble, rng) -> list[Ensemble]:
-    """Random sub-ensembles with random weights and offsets, folded to float32."""
-    out = []
-    for _ in range(4):
-        w = rng.uniform(0, 1, original.n_trees) * (rng.uniform(size=original.n_trees) < 0.6)
-        if not w.any():
-            w[0] = 1.0
-        offsets = np.r_[0.0, rng.normal(scale=0.2, size=original.n_classes - 1)]
-        model, _ = fold(
-            list(original.trees),
-            w,
-            offsets,
-            original.classes,
-            ["original"] * original.n_trees,
-            original.n_features,
-            1e-9,
-        )
-        out.append(model)
-    # and the original itself, written in our format (a faithful candidate)
-    model, _ = fold(
-        list(original.trees),
-        original.weights,
-        original.base,
-        original.classes,
-        ["original"] * original.n_trees,
-        original.n_features,
-        0,
-    )
-    out.append(model)
-    return out
+from .helpers import candidates, oracle_region, small_problem
 
 
 def _check(original, orig_onnx, cand, eta, forest, binary):
     info = OnnxModelInfo("X", "label", "probabilities", False)
     comp_onnx = ensemble_to_onnx(cand, info).SerializeToString()
-    pl = (
-        None
-        if forest is None
-        else ScoreModel(forest.trees, tuple(t.value for t in forest.trees), np.zeros(1))
-    )
-    trees = [*original.trees, *cand.trees, *(forest.trees if forest else [])]
-    dom = build_domain(trees, original.n_features, binary)
-    c_o = region_margin(original, eta)
-    region = RegionSpec(c_o, pl, None if forest is None else forest.delta_abs)
+    dom, region, c_o = oracle_region(original, cand.trees, eta, forest, binary)
     oracle = SeparationOracle(dom, ScoreModel.from_ensemble(original), region)
     e_req = required_margin(cand)
     results = oracle.separate(ScoreModel.from_ensemble(cand), e_req, threads=1)
@@ -112,7 +71,7 @@ def test_oracle_matches_brute_force(kind, n_classes, eta):
         model = zoo.export_onnx(m, 3)
         original, _ = ensemble_from_model(model)
         rng = np.random.default_rng(seed)
-        for cand in _candidates(original, rng):
+        for cand in candidates(original, rng):
             for r in _check(original, model.SerializeToString(), cand, eta, None, None):
                 statuses.add(r.status)
     assert statuses == {"INFEASIBLE", "FEASIBLE"}  # both outcomes were exercised
@@ -129,7 +88,7 @@ def test_oracle_with_plausibility_and_binary_domain(delta):
     model = zoo.export_onnx(m, 4)
     original, _ = ensemble_from_model(model)
     forest = fit_plausibility(X, delta, n_estimators=10, seed=0)
-    for cand in _candidates(original, rng):
+    for cand in candidates(original, rng):
         _check(original, model.SerializeToString(), cand, 0.1, forest, infer_binary(X))
 
 
@@ -145,15 +104,7 @@ def test_screening_pool_points_are_inside_and_separating(delta):
     m = zoo.make_model("rf", 8, 2, 1).fit(X, y)
     original, _ = ensemble_from_model(zoo.export_onnx(m, 3))
     forest = fit_plausibility(X, delta, n_estimators=10, seed=0) if delta else None
-    pl = (
-        None
-        if forest is None
-        else ScoreModel(forest.trees, tuple(t.value for t in forest.trees), np.zeros(1))
-    )
-    trees = [*original.trees, *(forest.trees if forest else [])]
-    dom = build_domain(trees, 3)
-    c_o = region_margin(original, 0.1)
-    region = RegionSpec(c_o, pl, None if forest is None else forest.delta_abs)
+    dom, region, c_o = oracle_region(original, [], 0.1, forest)
     oracle = SeparationOracle(dom, ScoreModel.from_ensemble(original), region)
     assert oracle.seed_pool(X, per_row=5) > 0
     PX, Py = oracle._pool
@@ -161,7 +112,7 @@ def test_screening_pool_points_are_inside_and_separating(delta):
     assert np.array_equal(Py, original.predict_index(PX))
     rng = np.random.default_rng(0)
     hits = 0
-    for cand in _candidates(original, rng):
+    for cand in candidates(original, rng):
         e_req = required_margin(cand)
         found = oracle.screen(ScoreModel.from_ensemble(cand), e_req, per_pair=5)
         S = cand.scores(PX)

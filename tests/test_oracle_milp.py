@@ -26,8 +26,7 @@ from pace_cert.oracle_milp import MilpSeparationOracle
 from pace_cert.pace import region_margin, required_margin
 from pace_cert.region import region_mask
 
-from .helpers import small_problem
-from .test_oracle_bruteforce import _candidates
+from .helpers import candidates, oracle_region, small_problem
 
 FLOAT_SLACK = 1e-12  # float64 summation of a few O(1) scores vs the oracle's exact check
 MAX_TOL = 1e-6  # HiGHS optimality tolerance allowance when comparing maxima
@@ -43,15 +42,7 @@ def _compare(
     linking: str = "node",
 ) -> list[PairResult]:
     """Run both oracles on one candidate; check statuses and points; return MILP results."""
-    pl = (
-        None
-        if forest is None
-        else ScoreModel(forest.trees, tuple(t.value for t in forest.trees), np.zeros(1))
-    )
-    trees = [*original.trees, *cand.trees, *(forest.trees if forest else [])]
-    dom = build_domain(trees, original.n_features, binary)
-    c_o = region_margin(original, eta)
-    region = RegionSpec(c_o, pl, None if forest is None else forest.delta_abs)
+    dom, region, c_o = oracle_region(original, cand.trees, eta, forest, binary)
     sm, cm = ScoreModel.from_ensemble(original), ScoreModel.from_ensemble(cand)
     e_req = required_margin(cand)
     ref = SeparationOracle(dom, sm, region).separate(cm, e_req, threads=threads)
@@ -89,7 +80,7 @@ def test_milp_oracle_matches_constraint_oracle(n_classes: int, eta: float) -> No
         model = zoo.export_onnx(zoo.make_model("rf", 6, 3, seed).fit(X, y), 3)
         original, _ = ensemble_from_model(model)
         rng = np.random.default_rng(seed)
-        for cand in _candidates(original, rng):
+        for cand in candidates(original, rng):
             statuses |= _statuses(_compare(original, cand, eta, None, None, threads=1))
     assert statuses == {"INFEASIBLE", "FEASIBLE"}  # both outcomes were exercised
 
@@ -99,7 +90,7 @@ def test_milp_leaf_linking_matches_constraint_oracle() -> None:
     statuses: set[str] = set()
     X, y = small_problem(1, n_features=3, n_classes=3)
     original, _ = ensemble_from_model(zoo.export_onnx(zoo.make_model("rf", 6, 3, 1).fit(X, y), 3))
-    for cand in _candidates(original, np.random.default_rng(1)):
+    for cand in candidates(original, np.random.default_rng(1)):
         statuses |= _statuses(_compare(original, cand, 0.1, None, None, 1, linking="leaf"))
     assert statuses == {"INFEASIBLE", "FEASIBLE"}
 
@@ -123,7 +114,7 @@ def test_milp_oracle_parallel_pairs_with_plausibility() -> None:
     original, _ = ensemble_from_model(model)
     forest = fit_plausibility(X, 0.2, n_estimators=10, seed=0)
     statuses: set[str] = set()
-    for cand in _candidates(original, rng):
+    for cand in candidates(original, rng):
         statuses |= _statuses(_compare(original, cand, 0.1, forest, infer_binary(X), threads=3))
     assert "FEASIBLE" in statuses and "INFEASIBLE" in statuses
 

@@ -21,21 +21,12 @@ from pace_cert.oracle_objective import ObjectiveSeparationOracle
 from pace_cert.pace import region_margin, required_margin
 from pace_cert.region import region_mask
 
-from .helpers import small_problem
-from .test_oracle_bruteforce import _candidates
+from .helpers import candidates, oracle_region, small_problem
 
 
 def _compare(original: Ensemble, cand: Ensemble, eta: float, forest, binary, threads: int):
     """Run both oracles on one candidate; check statuses and points; return results."""
-    pl = (
-        None
-        if forest is None
-        else ScoreModel(forest.trees, tuple(t.value for t in forest.trees), np.zeros(1))
-    )
-    trees = [*original.trees, *cand.trees, *(forest.trees if forest else [])]
-    dom = build_domain(trees, original.n_features, binary)
-    c_o = region_margin(original, eta)
-    region = RegionSpec(c_o, pl, None if forest is None else forest.delta_abs)
+    dom, region, c_o = oracle_region(original, cand.trees, eta, forest, binary)
     sm, cm = ScoreModel.from_ensemble(original), ScoreModel.from_ensemble(cand)
     e_req = required_margin(cand)
     ref = SeparationOracle(dom, sm, region).separate(cm, e_req, threads=threads)
@@ -72,7 +63,7 @@ def test_objective_oracle_matches_constraint_oracle(n_classes: int, eta: float) 
         model = zoo.export_onnx(zoo.make_model("rf", 6, 3, seed).fit(X, y), 3)
         original, _ = ensemble_from_model(model)
         rng = np.random.default_rng(seed)
-        for cand in _candidates(original, rng):
+        for cand in candidates(original, rng):
             statuses |= _statuses(_compare(original, cand, eta, None, None, threads=1))
     assert statuses == {"INFEASIBLE", "FEASIBLE"}  # both outcomes were exercised
 
@@ -88,7 +79,7 @@ def test_objective_oracle_parallel_pairs_with_plausibility() -> None:
     original, _ = ensemble_from_model(model)
     forest = fit_plausibility(X, 0.2, n_estimators=10, seed=0)
     statuses: set[str] = set()
-    for cand in _candidates(original, rng):
+    for cand in candidates(original, rng):
         statuses |= _statuses(_compare(original, cand, 0.1, forest, infer_binary(X), threads=3))
     assert "FEASIBLE" in statuses and "INFEASIBLE" in statuses
 
