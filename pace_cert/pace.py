@@ -90,6 +90,7 @@ class PhaseResult:
     weights: list[float] = field(default_factory=list)  # master weight per kept learner
     keep: list[int] = field(default_factory=list)  # indices of the kept learners in the pool
     offsets: np.ndarray | None = None
+    screened: bool = False  # certify=False: the screen found nothing (no CP-SAT proof)
 
 
 @dataclass
@@ -317,7 +318,9 @@ class Pace:
             sm = ScoreModel.from_ensemble(cand)
             results = self.oracle.screen(sm, required_margin(cand), self.cfg.enumeration_per_pair)
             if not results and screen_only:
-                return PhaseResult(None, [], it, False, sol.objective, sol.optimal)
+                return PhaseResult(
+                    None, [], it, False, sol.objective, sol.optimal, screened=True
+                )
             if not results:
                 results = self.oracle.separate(
                     sm, required_margin(cand), threads=self.cfg.threads, time_limit=left

@@ -452,7 +452,7 @@ def generate(pace, l1, l1_sol):
         if (
             new_sol is None
             or new_l1.objective is None
-            or (not new_l1.certified and not pace.oracle.can_enumerate())
+            or not (new_l1.certified or new_l1.screened)
         ):
             left = pace.remaining()
             stop = "time limit" if left is not None and left <= 0 else "separation round cap"

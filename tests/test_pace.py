@@ -191,3 +191,38 @@ def test_prune_l0_loop_continues_after_the_reweighting_fallback(tmp_path):
     assert "[l0-reweighted" in rounds
     assert rounds[-1] == "[l0"  # the L0 loop continued after the fallback
     assert sizes[120] == sizes[None] < 9  # 9: the L1 support
+
+
+def test_generation_runs_on_domains_screened_by_a_pool(tmp_path, monkeypatch):
+    """Domains too large to enumerate screen intermediate L1 models with the pool
+    (no CP-SAT proof): generation must go on after such a round, not stop as if the
+    separation loop had hit its cap (it did, dropping every generated learner, before
+    the fix). The result is still CP-SAT-certified and passes ``verify --exhaustive``."""
+    from pace_cert import oracle
+
+    monkeypatch.setattr(oracle, "ENUM_LIMIT", 0)  # force the pool path on a small domain
+    X, y = small_problem(2, n_features=3, n_rows=200)
+    model = zoo.make_model("et", 15, 2, 2).fit(X, y)
+    (tmp_path / "model.onnx").write_bytes(zoo.export_onnx(model, 3).SerializeToString())
+    zoo.write_csv(tmp_path / "train.csv", X, y, ["f0", "f1", "f2"])
+    said: list[str] = []
+    res = run_compress(
+        tmp_path / "model.onnx",
+        tmp_path / "train.csv",
+        tmp_path / "out",
+        CompressConfig(mode="generate", eta=0.1, time_limit=120, seed=0),
+        progress=said.append,
+    )
+    assert res.exit_code == 0
+    assert any(m.startswith("screening pool:") for m in said)
+    cert = res.certificate.summary
+    assert cert.generation_stop != "separation round cap", cert.generation_stop
+    assert len(cert.reduced_costs) >= 2  # more than one pricing round
+    assert any(m.startswith("[generate] round 2:") for m in said)
+    rep = run_verify(
+        tmp_path / "model.onnx",
+        tmp_path / "out" / "compressed.onnx",
+        tmp_path / "out" / "certificate.json",
+        exhaustive=True,
+    )
+    assert rep.status == "verified", rep.message
