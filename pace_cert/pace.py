@@ -318,9 +318,7 @@ class Pace:
             sm = ScoreModel.from_ensemble(cand)
             results = self.oracle.screen(sm, required_margin(cand), self.cfg.enumeration_per_pair)
             if not results and screen_only:
-                return PhaseResult(
-                    None, [], it, False, sol.objective, sol.optimal, screened=True
-                )
+                return PhaseResult(None, [], it, False, sol.objective, sol.optimal, screened=True)
             if not results:
                 results = self.oracle.separate(
                     sm, required_margin(cand), threads=self.cfg.threads, time_limit=left

@@ -449,11 +449,7 @@ def generate(pace, l1, l1_sol):
             f"{len(pace.learners)} in the pool"
         )
         new_l1, new_sol = pace.l1_phase(pace.learners, certify=False)
-        if (
-            new_sol is None
-            or new_l1.objective is None
-            or not (new_l1.certified or new_l1.screened)
-        ):
+        if new_sol is None or new_l1.objective is None or not (new_l1.certified or new_l1.screened):
             left = pace.remaining()
             stop = "time limit" if left is not None and left <= 0 else "separation round cap"
             del pace.learners[-len(improving) :]
