@@ -16,9 +16,10 @@ uncertified candidate is never presented as certified.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -261,6 +262,19 @@ class Pace:
             return None
         return self.deadline - time.perf_counter()
 
+    @contextlib.contextmanager
+    def share(self, fraction: float) -> Iterator[None]:
+        """Within the block, the deadline is ``fraction`` of the time left (no-op
+        without a time limit); the overall deadline is restored afterwards."""
+        left = self.remaining()
+        deadline = self.deadline
+        if left is not None:
+            self.deadline = time.perf_counter() + fraction * max(left, 0.0)
+        try:
+            yield
+        finally:
+            self.deadline = deadline
+
     def add_sample(self, x: np.ndarray) -> bool:
         c = tuple(self.domain.cell_index(x[None, :])[0])
         if c in self._cells:
@@ -465,12 +479,8 @@ class Pace:
         solve, last = self._l0_master(learners, l1_value, warm)
         left = self.remaining()
         if left is not None and self.best is not None and self.best[0].model.n_trees > 1:
-            deadline = self.deadline
-            self.deadline = time.perf_counter() + self.cfg.l0_share * max(left, 0.0)
-            try:
+            with self.share(self.cfg.l0_share):
                 l0 = self.faithful_loop("l0", solve, learners)
-            finally:
-                self.deadline = deadline
             if l0.certified:
                 self._offer_l0(l0, name)
                 return
@@ -655,21 +665,15 @@ class Pace:
         l1, l1_sol = self.l1_phase(self.learners)
         if l1.certified:
             self._offer(l1, "l1" if cfg.mode != "generate" else "l1-original")
+        pace = cfg.mode == "pace"
         if cfg.mode in ("prune", "pace") and l1.certified and l1_sol is not None:
             warm = np.r_[l1_sol.weights, l1_sol.offsets[1:]]
             self.prune_phase(self.learners, l1_sol.objective, warm, "l0")
-        if cfg.mode == "pace" and self.best is not None and self.best[0].model.n_trees > 1:
-            self._offer(self.boost_phase(self.best[0].model.n_trees - 1), "boost")
         if cfg.mode in ("pace", "generate") and l1.certified:
-            from .pricing import generate
-
-            if cfg.mode == "pace":  # duals must match the samples added by the L0 loop
-                l1, l1_sol = self.l1_phase(self.learners)
-            if l1.certified and l1_sol is not None:
-                l1, l1_sol, self.pricing, self.stop = generate(self, l1, l1_sol)
+            l1, l1_sol = self.enrich(l1, l1_sol)
             if cfg.mode == "generate" and l1.certified:
                 self.best = (l1, "l1-generated")
-            if cfg.mode == "pace" and l1_sol is not None:
+            if pace and l1_sol is not None:
                 warm = self._warm_from_best()
                 if warm is None:
                     warm = np.r_[l1_sol.weights, l1_sol.offsets[1:]]
@@ -677,6 +681,22 @@ class Pace:
                 l1_value = self.l1_master.solve(A, len(self.learners)).objective
                 self.prune_phase(self.learners, l1_value, warm, "l0-enriched")
         return self._result()
+
+    def enrich(
+        self, l1: PhaseResult, l1_sol: master.MasterSolution | None
+    ) -> tuple[PhaseResult, master.MasterSolution | None]:
+        """Grow the pool: boosting for a smaller support (pace), then column generation
+        from the L1 duals. Returns the last L1 result and solution."""
+        from .pricing import generate
+
+        if self.cfg.mode == "pace":
+            if self.best is not None and self.best[0].model.n_trees > 1:
+                self._offer(self.boost_phase(self.best[0].model.n_trees - 1), "boost")
+            # duals for the samples added since; intermediate, so screened only
+            l1, l1_sol = self.l1_phase(self.learners, certify=False)
+        if (l1.certified or l1.screened) and l1_sol is not None:
+            l1, l1_sol, self.pricing, self.stop = generate(self, l1, l1_sol)
+        return l1, l1_sol
 
     def _offer(self, res: PhaseResult, name: str) -> None:
         """Keep the smallest certified model (trees, then leaves)."""
