@@ -415,13 +415,12 @@ class Pace:
 
         def solve(A: np.ndarray) -> master.MasterSolution:
             left = self.remaining()
-            tl = (
-                self.cfg.l0_time_limit
-                if left is None
-                else min(self.cfg.l0_time_limit, max(left, 1))
-            )
+            again = last.pop("again", False)  # re-solve an incumbent with more time
+            tl = self.cfg.l0_time_limit * (4 if again else 1)
+            if left is not None:
+                tl = max(left, 1) if again else min(tl, max(left, 1))
             start = last.get("sol")
-            if start is not None:  # cheap first: is the last L0 support still feasible?
+            if start is not None and not again:  # cheap first: is the last support feasible?
                 kept = master.solve_on_support(
                     A, len(learners), np.flatnonzero(start.weights > 0), seed=self.cfg.seed
                 )
@@ -483,10 +482,44 @@ class Pace:
                 l0 = self.faithful_loop("l0", solve, learners)
             if l0.certified:
                 self._offer_l0(l0, name)
+                self._l0_improve(l0, solve, last, learners, name)
                 return
             guide = last["sol"].weights > 0 if "sol" in last else None
             self._offer(self.reweight_phase(self.best[0], learners, guide), name + "-reweighted")
-        self._offer_l0(self.faithful_loop("l0", solve, learners), name)
+        l0 = self.faithful_loop("l0", solve, learners)
+        self._offer_l0(l0, name)
+        self._l0_improve(l0, solve, last, learners, name)
+
+    def _l0_improve(
+        self,
+        res: PhaseResult,
+        solve: Callable[[np.ndarray], master.MasterSolution],
+        last: dict,
+        learners: list[Tree],
+        name: str,
+    ) -> None:
+        """After an L0 loop certified a support its MILP had not proved optimal (a
+        per-solve time limit stopped it), re-solve with the time left, the certified
+        support as the incumbent: a smaller support goes through the faithful loop
+        again, the same one proved optimal sets ``l0_optimal``. Stops when a re-solve
+        brings neither."""
+        while res.certified and not res.optimal and res.model is not None:
+            left = self.remaining()
+            if left is not None and left <= 1.0:
+                return
+            size = res.model.n_trees
+            last["again"] = True
+            nxt = self.faithful_loop("l0", solve, learners)
+            self._offer_l0(nxt, name)
+            if not nxt.certified or nxt.model is None:
+                return
+            if nxt.model.n_trees >= size and not nxt.optimal:
+                return
+            self.say(
+                f"[l0] re-solved: {nxt.model.n_trees} learners"
+                + (" (optimal on the samples)" if nxt.optimal else "")
+            )
+            res = nxt
 
     def _offer_l0(self, res: PhaseResult, name: str) -> None:
         """Offer an L0 loop's result; remember its size when its support was proved

@@ -226,3 +226,37 @@ def test_generation_runs_on_domains_screened_by_a_pool(tmp_path, monkeypatch):
         exhaustive=True,
     )
     assert rep.status == "verified", rep.message
+
+
+@pytest.mark.parametrize("milp", ["highs", "cover"])
+def test_l0_incumbent_is_resolved_until_proved_optimal(tmp_path, milp):
+    """A per-solve L0 limit too short to prove anything (1 ms) leaves the loop with a
+    certified support its solver did not prove optimal; with time left, prune re-solves
+    from it with that time and ends where an unhurried run ends: the same size, proved
+    optimal on the samples, and ``verify --exhaustive`` passes. (Before, the certified
+    incumbent was returned as is, ``l0_optimal`` false.)"""
+    X, y = small_problem(1, n_features=3, n_rows=200)
+    model = zoo.make_model("rf", 20, 2, 1).fit(X, y)
+    (tmp_path / "model.onnx").write_bytes(zoo.export_onnx(model, 3).SerializeToString())
+    zoo.write_csv(tmp_path / "train.csv", X, y, ["f0", "f1", "f2"])
+    sizes = {}
+    for l0_limit in (30.0, 1e-3):
+        out = tmp_path / f"out{l0_limit}"
+        res = run_compress(
+            tmp_path / "model.onnx",
+            tmp_path / "train.csv",
+            out,
+            CompressConfig(mode="prune", time_limit=120, seed=0, milp=milp, l0_time_limit=l0_limit),
+        )
+        assert res.exit_code == 0
+        summary = res.certificate.summary
+        assert summary.l0_optimal, (l0_limit, summary.trees_after)
+        sizes[l0_limit] = summary.trees_after
+        rep = run_verify(
+            tmp_path / "model.onnx",
+            out / "compressed.onnx",
+            out / "certificate.json",
+            exhaustive=True,
+        )
+        assert rep.status == "verified", rep.message
+    assert sizes[1e-3] == sizes[30.0] < 9
