@@ -92,6 +92,7 @@ class PhaseResult:
     keep: list[int] = field(default_factory=list)  # indices of the kept learners in the pool
     offsets: np.ndarray | None = None
     screened: bool = False  # certify=False: the screen found nothing (no CP-SAT proof)
+    first_objective: float | None = None  # master value of the first round (its samples)
 
 
 @dataclass
@@ -323,16 +324,25 @@ class Pace:
         """
         screenable = self.oracle.can_enumerate() or self.oracle.pool_size() > 0
         screen_only = not certify and screenable
+        first: list[float] = []
+
+        def done(res: PhaseResult) -> PhaseResult:
+            res.first_objective = first[0] if first else None
+            return res
+
         for it in range(1, self.cfg.max_rounds + 1):
             sol = solve(self.matrix(learners))
+            if it == 1:
+                first.append(sol.objective)
             cand, keep = self.candidate(sol, learners)
             left = self.remaining()
             if left is not None and left <= 0:
-                return PhaseResult(None, [], it, False)
+                return done(PhaseResult(None, [], it, False))
             sm = ScoreModel.from_ensemble(cand)
             results = self.oracle.screen(sm, required_margin(cand), self.cfg.enumeration_per_pair)
             if not results and screen_only:
-                return PhaseResult(None, [], it, False, sol.objective, sol.optimal, screened=True)
+                res = PhaseResult(None, [], it, False, sol.objective, sol.optimal, screened=True)
+                return done(res)
             if not results:
                 results = self.oracle.separate(
                     sm, required_margin(cand), threads=self.cfg.threads, time_limit=left
@@ -356,16 +366,18 @@ class Pace:
             )
             if not found:
                 certified = proved == len(results)
-                return PhaseResult(
-                    cand if certified else None,
-                    results,
-                    it,
-                    certified,
-                    sol.objective,
-                    sol.optimal,
-                    [float(sol.weights[t]) for t in keep],
-                    list(keep),
-                    sol.offsets,
+                return done(
+                    PhaseResult(
+                        cand if certified else None,
+                        results,
+                        it,
+                        certified,
+                        sol.objective,
+                        sol.optimal,
+                        [float(sol.weights[t]) for t in keep],
+                        list(keep),
+                        sol.offsets,
+                    )
                 )
             for r in found:
                 x = r.point
@@ -381,7 +393,7 @@ class Pace:
                     )
                 )
                 self.add_sample(x)
-        return PhaseResult(None, [], self.cfg.max_rounds, False)
+        return done(PhaseResult(None, [], self.cfg.max_rounds, False))
 
     def l1_phase(
         self, learners: list[Tree], certify: bool = True

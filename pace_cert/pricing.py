@@ -402,17 +402,22 @@ def generate(pace, l1, l1_sol):
     """Phase 1 column generation: price → add → L1 + separation, until no learner
     improves, progress stalls, or the limits are hit.
 
-    Intermediate L1 models are never output, so on small domains their separation uses
-    the enumeration pre-search only; whatever the mode returns is certified afterwards
-    (generate: a final certified L1 loop; pace: the L0 loop). Returns (l1 result, l1
-    solution, pricing kind, why generation stopped)."""
+    On small domains the separation of intermediate L1 models is the enumeration
+    pre-search only (exact, no CP-SAT); whatever the mode returns is certified afterwards
+    (generate: a final certified L1 loop; pace: the L0 loop). On domains too large to
+    enumerate, the screening pool is not exact: there ``generate`` certifies every L1
+    model with CP-SAT, as in the paper's Figure 1, so its samples stay honest and the
+    last certified model is the anytime result; ``pace`` only screens (its intermediate
+    models serve to enrich the pool). Returns (l1 result, l1 solution, pricing kind, why
+    generation stopped)."""
     cfg = pace.cfg
     depth = max(1, pace.original.max_depth)
     k = pace.original.n_classes
     kind = "exact" if depth <= 2 else "heuristic"
     stop = "learner limit"
-    best_obj, stalled = l1_sol.objective, 0
+    prev_obj, stalled = l1_sol.objective, 0
     certified_last = l1.certified
+    certify = cfg.mode == "generate" and not pace.oracle.can_enumerate()
     for it in range(1, cfg.max_learners + 1):
         if len(l1_sol.duals) != len(pace.X) * (k - 1):
             raise AssertionError("dual vector does not match the sample set")
@@ -448,21 +453,29 @@ def generate(pace, l1, l1_sol):
             f"(best reduced cost {improving[0].reduced_cost:.6g}, {improving[0].source}), "
             f"{len(pace.learners)} in the pool"
         )
-        new_l1, new_sol = pace.l1_phase(pace.learners, certify=False)
+        new_l1, new_sol = pace.l1_phase(pace.learners, certify=certify)
         if new_sol is None or new_l1.objective is None or not (new_l1.certified or new_l1.screened):
             left = pace.remaining()
-            stop = "time limit" if left is not None and left <= 0 else "separation round cap"
+            stop = (
+                "time limit"
+                if left is not None and left <= 0
+                else "separation round cap"
+                if new_l1.rounds >= cfg.max_rounds
+                else "separation inconclusive (UNKNOWN pairs)"
+            )
             del pace.learners[-len(improving) :]
             del pace.origin[-len(improving) :]
             break
+        # progress: the new columns' gain on the samples they were priced on (the loop's
+        # first solve); samples the loop adds afterwards may raise the value again
+        first = new_l1.first_objective
+        gained = first is not None and first < prev_obj - 1e-9 * max(1.0, abs(prev_obj))
         l1, l1_sol, certified_last = new_l1, new_sol, new_l1.certified
-        if new_sol.objective < best_obj - 1e-9 * max(1.0, abs(best_obj)):
-            best_obj, stalled = new_sol.objective, 0
-        else:
-            stalled += 1
-            if stalled >= cfg.stall_rounds:
-                stop = f"stalled ({cfg.stall_rounds} rounds without L1 progress)"
-                break
+        prev_obj = new_sol.objective
+        stalled = 0 if gained else stalled + 1
+        if stalled >= cfg.stall_rounds:
+            stop = f"stalled ({cfg.stall_rounds} rounds without L1 progress)"
+            break
     if not certified_last and cfg.mode == "generate":
         l1, l1_sol = pace.l1_phase(pace.learners)  # the result of generate must be certified
     return l1, l1_sol, kind, stop

@@ -193,16 +193,18 @@ def test_prune_l0_loop_continues_after_the_reweighting_fallback(tmp_path):
     assert sizes[120] == sizes[None] < 9  # 9: the L1 support
 
 
-def test_generation_runs_on_domains_screened_by_a_pool(tmp_path, monkeypatch):
-    """Domains too large to enumerate screen intermediate L1 models with the pool
-    (no CP-SAT proof): generation must go on after such a round, not stop as if the
-    separation loop had hit its cap (it did, dropping every generated learner, before
-    the fix). The result is still CP-SAT-certified and passes ``verify --exhaustive``."""
+@pytest.mark.parametrize("mode", ["generate", "pace"])
+def test_generation_runs_on_domains_screened_by_a_pool(tmp_path, monkeypatch, mode):
+    """On domains too large to enumerate, pace screens intermediate L1 models with the
+    pool only (no CP-SAT proof) and generate certifies each with CP-SAT: either way
+    generation must go on after the first round, not stop as if the separation loop had
+    hit its cap (it did, dropping every generated learner, before the fix). The result
+    is CP-SAT-certified and passes ``verify --exhaustive``."""
     from pace_cert import oracle
 
     monkeypatch.setattr(oracle, "ENUM_LIMIT", 0)  # force the pool path on a small domain
-    X, y = small_problem(2, n_features=3, n_rows=200)
-    model = zoo.make_model("et", 15, 2, 2).fit(X, y)
+    X, y = small_problem(1, n_features=3, n_rows=200)
+    model = zoo.make_model("rf", 20, 2, 1).fit(X, y)
     (tmp_path / "model.onnx").write_bytes(zoo.export_onnx(model, 3).SerializeToString())
     zoo.write_csv(tmp_path / "train.csv", X, y, ["f0", "f1", "f2"])
     said: list[str] = []
@@ -210,7 +212,7 @@ def test_generation_runs_on_domains_screened_by_a_pool(tmp_path, monkeypatch):
         tmp_path / "model.onnx",
         tmp_path / "train.csv",
         tmp_path / "out",
-        CompressConfig(mode="generate", eta=0.1, time_limit=120, seed=0),
+        CompressConfig(mode=mode, eta=0.1, time_limit=120, seed=0),
         progress=said.append,
     )
     assert res.exit_code == 0
