@@ -199,11 +199,12 @@ class L0Cover:
         *,
         warm_support: np.ndarray | None = None,
         deadline: float | None = None,
+        fallback: np.ndarray | None = None,
     ) -> MasterSolution:
         """A minimum support for rows ``A`` (layout of :func:`master.margin_rows`) with
         max-margin weights on it. ``optimal`` is False when the deadline stopped the
-        search; then the smallest feasible support seen (``warm_support`` if feasible,
-        else every learner) is returned."""
+        search; then the smallest feasible support seen is returned: ``warm_support`` or
+        ``fallback`` (e.g. a certified model's support) if feasible, else every learner."""
         t0 = time.perf_counter()
         An, scale = normalise_columns(A, self.T)
         lp = MarginLP(An, self.T, self.offset_bound, self.seed)
@@ -212,8 +213,12 @@ class L0Cover:
         def out_of_time() -> bool:
             return deadline is not None and time.perf_counter() >= deadline
 
-        if warm_support is not None and len(warm_support):
-            ws = np.unique(np.asarray(warm_support, np.int64))
+        for start in (warm_support, fallback):
+            if start is None or not len(start):
+                continue
+            ws = np.unique(np.asarray(start, np.int64))
+            if best is not None and len(best[0]) <= len(ws):
+                continue
             rho, _, w, beta = lp.test(ws)
             if rho > FEASIBLE_RHO:
                 best = (ws, rho, w, beta)

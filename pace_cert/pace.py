@@ -450,7 +450,12 @@ class Pace:
                     if warm is not None:
                         state["cover"].prefer(np.asarray(warm[: len(learners)]))
                 ws = None if w is None else np.flatnonzero(np.asarray(w[: len(learners)]) > 0)
-                s = state["cover"].solve(A, warm_support=ws, deadline=time.perf_counter() + tl)
+                fb = None  # the smallest certified model's support, when over this pool
+                if self.best is not None and max(self.best[0].keep, default=-1) < len(learners):
+                    fb = np.asarray(self.best[0].keep, np.int64)
+                s = state["cover"].solve(
+                    A, warm_support=ws, deadline=time.perf_counter() + tl, fallback=fb
+                )
                 last["sol"] = s
                 self.l0_optimal = s.optimal
                 return self._robust(A, len(learners), s)

@@ -79,3 +79,21 @@ def test_cover_deadline_returns_a_feasible_incumbent():
     sol = L0Cover(T, 1).solve(A, deadline=0.0)  # already past: no master solve at all
     assert not sol.optimal
     assert np.all(A @ np.r_[sol.weights, sol.offsets[1:]] >= 1 - 1e-7)
+
+
+def test_cover_deadline_falls_back_to_the_given_feasible_support():
+    """Out of time with an infeasible warm support, the cover returns the ``fallback``
+    support (pace passes the smallest certified model's) rather than every learner."""
+    ens, _dom, Xs, y0 = _setup(0)
+    from pace_cert.pace import leaf_values
+
+    A = master.margin_rows(leaf_values(list(ens.trees), Xs), y0)
+    T = ens.n_trees
+    best = L0Cover(T, 1).solve(A)
+    support = np.flatnonzero(best.weights > 0)
+    assert len(support) < T
+    bad = np.array([int(np.setdiff1d(np.arange(T), support)[0])])  # one unused learner
+    sol = L0Cover(T, 1).solve(A, warm_support=bad, deadline=0.0, fallback=support)
+    assert not sol.optimal
+    assert set(np.flatnonzero(sol.weights > 0)) <= set(support)
+    assert np.all(A @ np.r_[sol.weights, sol.offsets[1:]] >= 1 - 1e-7)
