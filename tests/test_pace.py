@@ -34,6 +34,15 @@ CONFIGS = [
 ]
 
 
+def write_rf20_problem(root) -> None:
+    """``root/model.onnx`` (RF 20 x depth 2 on 3 features, 9-tree L1 support) and
+    ``root/train.csv``: cheap, and its L0 loop takes several rounds."""
+    X, y = small_problem(1, n_features=3, n_rows=200)
+    model = zoo.make_model("rf", 20, 2, 1).fit(X, y)
+    (root / "model.onnx").write_bytes(zoo.export_onnx(model, 3).SerializeToString())
+    zoo.write_csv(root / "train.csv", X, y, ["f0", "f1", "f2"])
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     out = {}
@@ -162,10 +171,7 @@ def test_prune_l0_loop_continues_after_the_reweighting_fallback(tmp_path):
     to the same size as without a time limit (a certified L0 optimum on the samples is
     the fewest learners any faithful weighting of the pool has); both certificates pass
     ``verify --exhaustive``."""
-    X, y = small_problem(1, n_features=3, n_rows=200)
-    model = zoo.make_model("rf", 20, 2, 1).fit(X, y)
-    (tmp_path / "model.onnx").write_bytes(zoo.export_onnx(model, 3).SerializeToString())
-    zoo.write_csv(tmp_path / "train.csv", X, y, ["f0", "f1", "f2"])
+    write_rf20_problem(tmp_path)
     sizes, said = {}, []
     for limit in (None, 120):
         out = tmp_path / f"out{limit}"
@@ -203,10 +209,7 @@ def test_generation_runs_on_domains_screened_by_a_pool(tmp_path, monkeypatch, mo
     from pace_cert import oracle
 
     monkeypatch.setattr(oracle, "ENUM_LIMIT", 0)  # force the pool path on a small domain
-    X, y = small_problem(1, n_features=3, n_rows=200)
-    model = zoo.make_model("rf", 20, 2, 1).fit(X, y)
-    (tmp_path / "model.onnx").write_bytes(zoo.export_onnx(model, 3).SerializeToString())
-    zoo.write_csv(tmp_path / "train.csv", X, y, ["f0", "f1", "f2"])
+    write_rf20_problem(tmp_path)
     said: list[str] = []
     res = run_compress(
         tmp_path / "model.onnx",
@@ -237,10 +240,7 @@ def test_l0_incumbent_is_resolved_until_proved_optimal(tmp_path, milp):
     from it with that time and ends where an unhurried run ends: the same size, proved
     optimal on the samples, and ``verify --exhaustive`` passes. (Before, the certified
     incumbent was returned as is, ``l0_optimal`` false.)"""
-    X, y = small_problem(1, n_features=3, n_rows=200)
-    model = zoo.make_model("rf", 20, 2, 1).fit(X, y)
-    (tmp_path / "model.onnx").write_bytes(zoo.export_onnx(model, 3).SerializeToString())
-    zoo.write_csv(tmp_path / "train.csv", X, y, ["f0", "f1", "f2"])
+    write_rf20_problem(tmp_path)
     sizes = {}
     for l0_limit in (30.0, 1e-3):
         out = tmp_path / f"out{l0_limit}"
