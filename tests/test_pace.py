@@ -43,6 +43,13 @@ def write_rf20_problem(root) -> None:
     zoo.write_csv(root / "train.csv", X, y, ["f0", "f1", "f2"])
 
 
+def assert_verifies_exhaustively(model, out) -> None:
+    """``verify --exhaustive`` (onnxruntime on both files, every cell) passes on the
+    ``compressed.onnx`` and ``certificate.json`` in ``out``."""
+    rep = run_verify(model, out / "compressed.onnx", out / "certificate.json", exhaustive=True)
+    assert rep.status == "verified", rep.message
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     out = {}
@@ -130,10 +137,7 @@ def test_prune_with_each_l0_solver_verifies(runs, milp, tmp_path):
     assert res.exit_code == 0
     assert res.certificate.summary.l0_optimal
     assert (res.certificate.summary.l0_big_m is None) == (milp == "cover")
-    rep = run_verify(
-        root / "model.onnx", out / "compressed.onnx", out / "certificate.json", exhaustive=True
-    )
-    assert rep.status == "verified", rep.message
+    assert_verifies_exhaustively(root / "model.onnx", out)
 
 
 @pytest.mark.parametrize(("fam", "seed", "eta", "smaller"), [("rf", 1, 0.0, 7), ("et", 2, 0.1, 2)])
@@ -186,13 +190,7 @@ def test_prune_l0_loop_continues_after_the_reweighting_fallback(tmp_path):
         summary = res.certificate.summary
         sizes[limit] = summary.trees_after
         assert summary.l0_optimal
-        rep = run_verify(
-            tmp_path / "model.onnx",
-            out / "compressed.onnx",
-            out / "certificate.json",
-            exhaustive=True,
-        )
-        assert rep.status == "verified", rep.message
+        assert_verifies_exhaustively(tmp_path / "model.onnx", out)
     rounds = [m.split("]")[0] for m in said if " round " in m]
     assert "[l0-reweighted" in rounds
     assert rounds[-1] == "[l0"  # the L0 loop continued after the fallback
@@ -224,13 +222,7 @@ def test_generation_runs_on_domains_screened_by_a_pool(tmp_path, monkeypatch, mo
     assert cert.generation_stop != "separation round cap", cert.generation_stop
     assert len(cert.reduced_costs) >= 2  # more than one pricing round
     assert any(m.startswith("[generate] round 2:") for m in said)
-    rep = run_verify(
-        tmp_path / "model.onnx",
-        tmp_path / "out" / "compressed.onnx",
-        tmp_path / "out" / "certificate.json",
-        exhaustive=True,
-    )
-    assert rep.status == "verified", rep.message
+    assert_verifies_exhaustively(tmp_path / "model.onnx", tmp_path / "out")
 
 
 @pytest.mark.parametrize("milp", ["highs", "cover"])
@@ -254,11 +246,5 @@ def test_l0_incumbent_is_resolved_until_proved_optimal(tmp_path, milp):
         summary = res.certificate.summary
         assert summary.l0_optimal, (l0_limit, summary.trees_after)
         sizes[l0_limit] = summary.trees_after
-        rep = run_verify(
-            tmp_path / "model.onnx",
-            out / "compressed.onnx",
-            out / "certificate.json",
-            exhaustive=True,
-        )
-        assert rep.status == "verified", rep.message
+        assert_verifies_exhaustively(tmp_path / "model.onnx", out)
     assert sizes[1e-3] == sizes[30.0] < 9
