@@ -101,6 +101,13 @@ def compress(
     binary: Annotated[
         str, typer.Option(help="infer: 0/1-valued training columns stay in {0,1}; none: off.")
     ] = "infer",
+    integer: Annotated[
+        str,
+        typer.Option(
+            help="infer: integer-valued training columns (bin indices, counts) are certified "
+            "over the integers only; none: over every float32."
+        ),
+    ] = "infer",
     iforest_trees: Annotated[
         int, typer.Option(help="Isolation-forest trees for the plausibility region (--delta).")
     ] = 100,
@@ -129,6 +136,8 @@ def compress(
             raise InputError(None, f"--bounds must be none or data, got {bounds!r}")
         if binary not in ("infer", "none"):
             raise InputError(None, f"--binary must be infer or none, got {binary!r}")
+        if integer not in ("infer", "none"):
+            raise InputError(None, f"--integer must be infer or none, got {integer!r}")
         if iforest_trees < 1 or iforest_samples < 0:
             raise InputError(None, "--iforest-trees must be >= 1 and --iforest-samples >= 0")
         if milp not in ("cover", "auto", "highs", "gurobi"):
@@ -142,6 +151,7 @@ def compress(
             seed=seed,
             bounds=bounds,
             binary=binary,
+            integer=integer,
             milp=milp,
             iforest_estimators=iforest_trees,
             iforest_max_samples=iforest_samples or "auto",
@@ -164,11 +174,23 @@ def compress(
                 f"{res.status}: {s.trees_before} -> {s.trees_after} trees "
                 f"({s.leaves_before} -> {s.leaves_after} leaves, {s.new_learner_share:.0%} new), "
                 f"fidelity {s.fidelity:.4f} on the data, {s.seconds:.1f}s\n"
+                f"domain: {_domain_line(res.certificate.region.domain)}\n"
                 f"wrote {res.out_dir / 'compressed.onnx'} and {res.out_dir / 'certificate.json'}"
             )
         return res.exit_code
 
     _run(body, debug)
+
+
+def _domain_line(dom: dict) -> str:
+    """One line saying which inputs the certificate covers."""
+    n = len(dom.get("cells_per_feature", []))
+    nb, ni = len(dom.get("binary_features", [])), len(dom.get("integer_features", []))
+    parts = [f"{nb} binary ({{0,1}})"] if nb else []
+    parts += [f"{ni} integer-valued"] if ni else []
+    parts += [f"{n - nb - ni} any float32"] if n - nb - ni else []
+    box = " within the training min/max" if dom.get("bounds") else ""
+    return f"{n} features: " + ", ".join(parts) + box + " (NaN excluded)"
 
 
 @app.command()
@@ -206,6 +228,8 @@ def verify(
             _print_json(rep.to_json())
         else:
             typer.echo(f"{rep.status}: {rep.message}")
+            if rep.domain is not None:
+                typer.echo(f"domain: {_domain_line(rep.domain)}")
             if rep.counterexample:
                 ce = rep.counterexample
                 typer.echo(

@@ -10,8 +10,10 @@ cell, so a cell-index vector determines every leaf. Representatives are built fr
 thresholds themselves (SPEC §5): theta satisfies ``x <= theta``; the next float32 above
 theta satisfies ``x > theta``. Never a float64 midpoint.
 
-A feature may be restricted to {0, 1} (binary) or to a closed box [lo, hi]; cells that
-contain no allowed value are removed from the domain.
+A feature may be restricted to {0, 1} (binary), to the integers (ordinal features such
+as bin indices), and to a closed box [lo, hi]; cells that contain no allowed value are
+removed from the domain. The representative of an integer feature's cell is the largest
+integer in it (exact in float32 up to 2**24).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ class FeatureDomain:
     thresholds: tuple[np.ndarray, ...]  # float32 sorted unique, per feature
     reps: tuple[np.ndarray, ...]  # float32 [m_i + 1], NaN where not allowed
     binary: np.ndarray  # bool [n_features]
+    integer: np.ndarray  # bool [n_features]; binary features are not marked integer
     lower: np.ndarray | None  # float32 [n_features] or None (whole float32 line)
     upper: np.ndarray | None
 
@@ -67,6 +70,9 @@ class FeatureDomain:
         ok = ~np.isnan(X).any(axis=1)
         if self.binary.any():
             ok &= np.all((X[:, self.binary] == 0) | (X[:, self.binary] == 1), axis=1)
+        if self.integer.any():
+            Xi = X[:, self.integer]
+            ok &= np.all(np.isfinite(Xi) & (Xi == np.round(Xi)), axis=1)
         if self.lower is not None and self.upper is not None:
             ok &= np.all((self.lower <= X) & (self.upper >= X), axis=1)
         return ok
@@ -76,10 +82,14 @@ class FeatureDomain:
         return {
             "value_type": "float32, NaN excluded",
             "binary_features": [int(i) for i in np.flatnonzero(self.binary)],
+            "integer_features": [int(i) for i in np.flatnonzero(self.integer)],
             "bounds": None
             if self.lower is None
             else {"lower": [float(v) for v in self.lower], "upper": [float(v) for v in self.upper]},
             "cells_per_feature": [int(n) for n in self.n_cells()],
+            "allowed_cells_per_feature": [
+                int(self.allowed(i).sum()) for i in range(self.n_features)
+            ],
         }
 
 
@@ -96,11 +106,32 @@ def collect_thresholds(trees: Iterable[Tree], n_features: int) -> list[np.ndarra
     ]
 
 
+def _integer_reps(th: np.ndarray, lo: np.float32 | None, hi: np.float32 | None) -> np.ndarray:
+    """Largest integer of each cell (within [lo, hi]); NaN for cells without one."""
+    m = len(th)
+    reps = np.full(m + 1, np.nan, np.float32)
+    lo_i = -np.inf if lo is None else np.ceil(np.float64(lo))
+    hi_i = np.inf if hi is None else np.floor(np.float64(hi))
+    for k in range(m + 1):
+        top = np.float64(th[k]) if k < m else (np.floor(np.float64(th[-1])) + 1 if m else 0.0)
+        cand = np.floor(min(top, hi_i))
+        low_excl = np.float64(th[k - 1]) if k > 0 else -np.inf
+        if cand > low_excl and cand >= lo_i and abs(cand) <= 2.0**24:
+            reps[k] = np.float32(cand)
+    return reps
+
+
 def _cell_reps(
-    th: np.ndarray, binary: bool, lo: np.float32 | None, hi: np.float32 | None
+    th: np.ndarray,
+    binary: bool,
+    lo: np.float32 | None,
+    hi: np.float32 | None,
+    integer: bool = False,
 ) -> np.ndarray:
     m = len(th)
     reps = np.full(m + 1, np.nan, np.float32)
+    if integer and not binary:
+        return _integer_reps(th, lo, hi)
     if binary:
         for v in (np.float32(0.0), np.float32(1.0)):
             k = int(np.searchsorted(th, v, side="left"))
@@ -127,10 +158,14 @@ def build_domain(
     binary: np.ndarray | None = None,
     lower: np.ndarray | None = None,
     upper: np.ndarray | None = None,
+    integer: np.ndarray | None = None,
 ) -> FeatureDomain:
-    """Cells from every tree's thresholds, restricted to binary features and bounds."""
+    """Cells from every tree's thresholds, restricted to binary or integer features and
+    bounds."""
     th = collect_thresholds(trees, n_features)
     bin_mask = np.zeros(n_features, bool) if binary is None else np.asarray(binary, bool)
+    int_mask = np.zeros(n_features, bool) if integer is None else np.asarray(integer, bool)
+    int_mask = int_mask & ~bin_mask
     lo = None if lower is None else np.asarray(lower, np.float32)
     hi = None if upper is None else np.asarray(upper, np.float32)
     reps = tuple(
@@ -139,16 +174,23 @@ def build_domain(
             bool(bin_mask[i]),
             None if lo is None else lo[i],
             None if hi is None else hi[i],
+            bool(int_mask[i]),
         )
         for i in range(n_features)
     )
     for i, r in enumerate(reps):
         if np.isnan(r).all():
             raise ValueError(f"feature {i}: the domain restriction leaves no value")
-    return FeatureDomain(tuple(th), reps, bin_mask, lo, hi)
+    return FeatureDomain(tuple(th), reps, bin_mask, int_mask, lo, hi)
 
 
 def infer_binary(X: np.ndarray) -> np.ndarray:
     """Features whose values are all in {0, 1}."""
     X = np.asarray(X)
     return np.all((X == 0) | (X == 1), axis=0)
+
+
+def infer_integer(X: np.ndarray) -> np.ndarray:
+    """Features whose training values are all integers (e.g. bin indices)."""
+    X = np.asarray(X, np.float64)
+    return np.all(np.isfinite(X) & (np.round(X) == X), axis=0)

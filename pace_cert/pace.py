@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import master
-from .domain import FeatureDomain, build_domain, infer_binary
+from .domain import FeatureDomain, build_domain, infer_binary, infer_integer
 from .ensemble import Ensemble, Tree, float32_sum_guard
 from .l0_cover import L0Cover
 from .oracle import PairResult, RegionSpec, ScoreModel, SeparationOracle
@@ -46,6 +46,7 @@ class CompressConfig:
     seed: int = 0
     binary: str = "infer"  # infer | none
     bounds: str = "none"  # none | data
+    integer: str = "infer"  # infer (integer-valued training columns stay integers) | none
     iforest_estimators: int = 100
     iforest_max_samples: int | str = "auto"
     weight_tol: float = 1e-7  # relative to the largest weight; smaller weights are dropped
@@ -222,7 +223,8 @@ class Pace:
         lower = X.min(axis=0) if cfg.bounds == "data" else None
         upper = X.max(axis=0) if cfg.bounds == "data" else None
         trees = list(original.trees) + (list(self.plausibility.trees) if self.plausibility else [])
-        self.domain = build_domain(trees, original.n_features, binary, lower, upper)
+        integer = infer_integer(X) if cfg.integer == "infer" else None
+        self.domain = build_domain(trees, original.n_features, binary, lower, upper, integer)
         self.region = RegionSpec(
             margin=region_margin(original, cfg.eta),
             plausibility=pl_model,

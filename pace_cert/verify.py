@@ -1,7 +1,7 @@
 """Independent re-proof of a certificate from the two ONNX files (SPEC §7).
 
-Trusts nothing in the certificate but its stated parameters (eta, delta, binary
-features, bounds): both SHA-256s are recomputed, both ensembles are rebuilt from the
+Trusts nothing in the certificate but its stated parameters (eta, delta, binary and
+integer features, bounds): both SHA-256s are recomputed, both ensembles are rebuilt from the
 ONNX files, the plausibility region from its artifact, and fresh CP-SAT models are
 solved (no object is shared with ``compress``). Every history point (and optionally the
 data, and optionally every cell of small models) is replayed through onnxruntime.
@@ -39,6 +39,7 @@ class VerifyReport:
     counterexample: dict | None = None
     replayed: int = 0
     exhaustive_cells: int | None = None
+    domain: dict | None = None  # the certificate's stated input domain (what was proved)
 
     def to_json(self) -> dict:
         return {
@@ -49,6 +50,7 @@ class VerifyReport:
             "counterexample": self.counterexample,
             "replayed_points": self.replayed,
             "exhaustive_cells": self.exhaustive_cells,
+            "domain": self.domain,
         }
 
 
@@ -110,6 +112,23 @@ def run_verify(
     exhaustive: bool = False,
     data_path: Path | None = None,
 ) -> VerifyReport:
+    """Re-prove the certificate; the report names the input domain the proof covers."""
+    rep = _prove(
+        original_path, compressed_path, cert_path, threads, time_limit, exhaustive, data_path
+    )
+    rep.domain = load_certificate(cert_path).region.domain
+    return rep
+
+
+def _prove(
+    original_path: Path,
+    compressed_path: Path,
+    cert_path: Path,
+    threads: int,
+    time_limit: float | None,
+    exhaustive: bool,
+    data_path: Path | None,
+) -> VerifyReport:
     cert = load_certificate(cert_path)
     load_onnx(original_path)
     load_onnx(compressed_path)
@@ -143,11 +162,13 @@ def run_verify(
     dom = cert.region.domain
     binary = np.zeros(orig.n_features, bool)
     binary[[int(i) for i in dom.get("binary_features", [])]] = True
+    integer = np.zeros(orig.n_features, bool)
+    integer[[int(i) for i in dom.get("integer_features", [])]] = True
     bounds = dom.get("bounds")
     lower = None if bounds is None else np.asarray(bounds["lower"], np.float32)
     upper = None if bounds is None else np.asarray(bounds["upper"], np.float32)
     trees = [*orig.trees, *comp.trees, *(forest.trees if forest else [])]
-    domain = build_domain(trees, orig.n_features, binary, lower, upper)
+    domain = build_domain(trees, orig.n_features, binary, lower, upper, integer)
     c_o = region_margin(orig, cert.region.eta)
     pl_model = (
         None

@@ -45,8 +45,10 @@ def _points(X, ens, rng, n=4000):
     lo, hi = X.min(axis=0), X.max(axis=0)
     rand = rng.uniform(lo - 1, hi + 1, size=(n, X.shape[1])).astype(np.float32)
     binary = np.all((X == 0) | (X == 1), axis=0)
-    for P in (reps, rand):  # respect the inferred binary domain
+    integer = np.all(np.round(X) == X, axis=0) & ~binary
+    for P in (reps, rand):  # respect the inferred binary and integer domain
         P[:, binary] = np.round(np.clip(P[:, binary], 0, 1))
+        P[:, integer] = np.round(P[:, integer])
     return np.vstack([X, reps, rand])
 
 
