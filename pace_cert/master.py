@@ -325,6 +325,8 @@ def solve_l0(
     h.changeColsIntegrality(T, idx, np.array([highspy.HighsVarType.kInteger] * T))
     h.setOptionValue("mip_rel_gap", 0.0)
     h.setOptionValue("mip_abs_gap", 0.999)
+    # u = 1e-6 would count as 0 yet allow w = 1e-6 * M: keep integrality tight
+    h.setOptionValue("mip_feasibility_tolerance", 1e-9)
     if warm is not None:
         sol = highspy.HighsSolution()
         w = np.minimum(
@@ -392,6 +394,9 @@ def solve_l0_gurobi(
         m.Params.Seed = seed
         m.Params.MIPGap = 0.0
         m.Params.MIPGapAbs = 0.999
+        # u = 1e-5 would count as 0 yet allow w = 1e-5 * M (big-M trickle flow)
+        m.Params.IntegralityFocus = 1
+        m.Params.IntFeasTol = 1e-9
         if time_limit is not None:
             m.Params.TimeLimit = max(time_limit, 0.01)
         w = m.addMVar(T, lb=0.0)

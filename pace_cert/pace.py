@@ -189,6 +189,15 @@ def leaf_values(learners: list[Tree], X: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------------ the driver
 
 
+def meets_rows(A: np.ndarray, sol: master.MasterSolution, tol: float = 1e-4) -> bool:
+    """Whether the solution's weights (as returned: zero off the support) and offsets
+    meet every margin row A [w; beta] >= 1 up to ``tol``."""
+    if len(A) == 0:
+        return True
+    x = np.r_[sol.weights, sol.offsets[1:]]
+    return bool((A @ x).min() >= 1.0 - tol)
+
+
 class Pace:
     """One compression run. Holds the sample set, learners, the oracle and the log."""
 
@@ -443,7 +452,7 @@ class Pace:
                     last["sol"] = kept
                     return self._robust(A, len(learners), kept)
             w = warm if start is None else np.r_[start.weights, start.offsets[1:]]
-            solver = self._l0_solver(A, len(learners))
+            solver = None if state.get("exact") else self._l0_solver(A, len(learners))
             if solver is None:  # the cover: no big-M, any weights on the support
                 if state["cover"] is None:
                     state["cover"] = L0Cover(
@@ -473,6 +482,13 @@ class Pace:
                 time_limit=tl,
                 min_support=lb,
             )
+            if not meets_rows(A, s):
+                # big-M trickle: u below the integrality tolerance counted as 0 while
+                # w = u * M still carried the rows; the support is not what was solved.
+                # The cover has no big-M: use it from now on for this master.
+                self.say("[l0] big-M MILP solution violates its rows; switching to the cover")
+                state["exact"] = True
+                return solve(A)
             last["sol"] = s
             self.l0_optimal = s.optimal
             self.big_m = big_m
