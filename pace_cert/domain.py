@@ -107,17 +107,27 @@ def collect_thresholds(trees: Iterable[Tree], n_features: int) -> list[np.ndarra
 
 
 def _integer_reps(th: np.ndarray, lo: np.float32 | None, hi: np.float32 | None) -> np.ndarray:
-    """Largest integer of each cell (within [lo, hi]); NaN for cells without one."""
+    """Largest float32 integer of each cell (within [lo, hi]); NaN for cells without one.
+
+    Every float32 of magnitude >= 2**24 is an integer, so cells out there always hold
+    one; below it float32 represents every integer exactly."""
     m = len(th)
     reps = np.full(m + 1, np.nan, np.float32)
     lo_i = -np.inf if lo is None else np.ceil(np.float64(lo))
     hi_i = np.inf if hi is None else np.floor(np.float64(hi))
     for k in range(m + 1):
-        top = np.float64(th[k]) if k < m else (np.floor(np.float64(th[-1])) + 1 if m else 0.0)
-        cand = np.floor(min(top, hi_i))
+        limit = min(np.float64(th[k]) if k < m else np.inf, hi_i)
+        if np.isinf(limit):  # the open last cell (th[-1], inf): the next integer above
+            c = np.float32(np.floor(np.float64(th[-1])) + 1.0) if m else np.float32(0.0)
+            if m and c <= th[-1]:
+                c = next_float32(th[-1])
+        else:
+            c = np.float32(np.floor(limit))
+            if c > limit:  # rounded up past the cell: the float32 just below is an integer
+                c = np.nextafter(c, np.float32(-np.inf))
         low_excl = np.float64(th[k - 1]) if k > 0 else -np.inf
-        if cand > low_excl and cand >= lo_i and abs(cand) <= 2.0**24:
-            reps[k] = np.float32(cand)
+        if c > low_excl and c >= lo_i:
+            reps[k] = c
     return reps
 
 

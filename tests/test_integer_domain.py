@@ -63,6 +63,20 @@ def test_integer_cells_match_brute_force(seed, bounded):
     assert not dom.contains(np.array([[2.5]], np.float32))[0]
 
 
+def test_integer_cells_beyond_float32_integer_precision():
+    """Above 2**24 every float32 is an integer: those cells stay, with integer
+    representatives inside them; integers there fall in allowed cells."""
+    big = [2.0**24 + 0.5, 2.0**25, 2.0**25 + 4, 3e30, -(2.0**26)]
+    dom = build_domain([_stump(t) for t in big], 1, integer=np.array([True]))
+    reps = dom.reps[0]
+    for k in np.flatnonzero(dom.allowed(0)):
+        assert reps[k] == np.round(reps[k])
+        assert dom.cell_index(np.array([[reps[k]]], np.float32))[0, 0] == k
+    pts = np.array([[2.0**25 + 2], [2.0**26], [3e30], [3.1e30], [-(2.0**26) - 4]], np.float32)
+    assert dom.contains(pts).all()
+    assert all(dom.allowed(0)[dom.cell_index(pts)[:, 0]])
+
+
 def test_infer_integer_ignores_fractional_columns():
     X = np.array([[0, 1.5, 3], [2, 2.0, -4]], np.float32)
     assert infer_integer(X).tolist() == [True, False, True]
@@ -117,6 +131,19 @@ def test_certificate_holds_on_its_domain(tmp_path, integer):
     assert rep.domain == cert.region.domain
 
 
+def _compress_args(root, out, *extra: str) -> list[str]:
+    """``pace-cert compress`` on ``root``'s model and data into ``out``."""
+    return [
+        "compress",
+        str(root / "model.onnx"),
+        "--data",
+        str(root / "train.csv"),
+        "--out",
+        str(out),
+        *extra,
+    ]
+
+
 def test_integer_domain_is_smaller_and_printed(tmp_path):
     """With plausibility (isolation-forest thresholds fall between the data's integers) the
     integer domain keeps fewer cells than the float32 one, and both command outputs say
@@ -128,25 +155,12 @@ def test_integer_domain_is_smaller_and_printed(tmp_path):
         out = tmp_path / integer
         r = runner.invoke(
             app,
-            [
-                "compress",
-                str(tmp_path / "model.onnx"),
-                "--data",
-                str(tmp_path / "train.csv"),
-                "--out",
-                str(out),
-                "--mode",
-                "prune",
-                "--eta",
-                "0.1",
-                "--delta",
-                "0.1",
-                "--iforest-trees",
-                "10",
-                "--integer",
-                integer,
-                "--quiet",
-            ],
+            _compress_args(
+                tmp_path,
+                out,
+                *("--mode", "prune", "--eta", "0.1", "--delta", "0.1"),
+                *("--iforest-trees", "10", "--integer", integer, "--quiet"),
+            ),
         )
         assert r.exit_code == 0, r.output
         outs[integer] = Certificate.model_validate_json((out / "certificate.json").read_text())
@@ -167,18 +181,6 @@ def test_integer_domain_is_smaller_and_printed(tmp_path):
     cn = outs["none"].region.domain["allowed_cells_per_feature"]
     assert all(a <= 5 for a in ci)  # data 0..3: at most one cell per integer -1..3 + above
     assert all(a < b for a, b in zip(ci, cn))
-    bad = runner.invoke(
-        app,
-        [
-            "compress",
-            str(tmp_path / "model.onnx"),
-            "--data",
-            str(tmp_path / "train.csv"),
-            "--out",
-            str(tmp_path / "bad"),
-            "--integer",
-            "yes",
-        ],
-    )
+    bad = runner.invoke(app, _compress_args(tmp_path, tmp_path / "bad", "--integer", "yes"))
     assert bad.exit_code == 3 and "--integer" in bad.output
     assert not (tmp_path / "bad").exists()
