@@ -13,7 +13,7 @@ theta satisfies ``x > theta``. Never a float64 midpoint.
 A feature may be restricted to {0, 1} (binary), to the integers (ordinal features such
 as bin indices), and to a closed box [lo, hi]; cells that contain no allowed value are
 removed from the domain. The representative of an integer feature's cell is the largest
-integer in it (exact in float32 up to 2**24).
+float32 integer in it.
 """
 
 from __future__ import annotations
@@ -132,16 +132,10 @@ def _integer_reps(th: np.ndarray, lo: np.float32 | None, hi: np.float32 | None) 
 
 
 def _cell_reps(
-    th: np.ndarray,
-    binary: bool,
-    lo: np.float32 | None,
-    hi: np.float32 | None,
-    integer: bool = False,
+    th: np.ndarray, binary: bool, lo: np.float32 | None, hi: np.float32 | None
 ) -> np.ndarray:
     m = len(th)
     reps = np.full(m + 1, np.nan, np.float32)
-    if integer and not binary:
-        return _integer_reps(th, lo, hi)
     if binary:
         for v in (np.float32(0.0), np.float32(1.0)):
             k = int(np.searchsorted(th, v, side="left"))
@@ -178,14 +172,13 @@ def build_domain(
     int_mask = int_mask & ~bin_mask
     lo = None if lower is None else np.asarray(lower, np.float32)
     hi = None if upper is None else np.asarray(upper, np.float32)
+    bound = [
+        (None if lo is None else lo[i], None if hi is None else hi[i]) for i in range(n_features)
+    ]
     reps = tuple(
-        _cell_reps(
-            th[i],
-            bool(bin_mask[i]),
-            None if lo is None else lo[i],
-            None if hi is None else hi[i],
-            bool(int_mask[i]),
-        )
+        _integer_reps(th[i], *bound[i])
+        if int_mask[i]
+        else _cell_reps(th[i], bool(bin_mask[i]), *bound[i])
         for i in range(n_features)
     )
     for i, r in enumerate(reps):

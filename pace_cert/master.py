@@ -289,6 +289,16 @@ def solve_on_support(
     return MasterSolution(w, sub.offsets, float(np.sum(w > 0)), None, True, "support re-solve")
 
 
+def meets_rows(A: np.ndarray, sol: MasterSolution, tol: float = 1e-4) -> bool:
+    """Whether the solution's weights (as returned: zero off the support) and offsets
+    meet every margin row A [w; beta] >= 1 up to ``tol``. A big-M MILP may fail this when
+    a u_t below the integrality tolerance counted as 0 while w_t = u_t * M carried rows."""
+    if len(A) == 0:
+        return True
+    x = np.r_[sol.weights, sol.offsets[1:]]
+    return bool((A @ x).min() >= 1.0 - tol)
+
+
 def solve_l0(
     A: np.ndarray,
     n_learners: int,

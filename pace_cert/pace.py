@@ -189,15 +189,6 @@ def leaf_values(learners: list[Tree], X: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------------ the driver
 
 
-def meets_rows(A: np.ndarray, sol: master.MasterSolution, tol: float = 1e-4) -> bool:
-    """Whether the solution's weights (as returned: zero off the support) and offsets
-    meet every margin row A [w; beta] >= 1 up to ``tol``."""
-    if len(A) == 0:
-        return True
-    x = np.r_[sol.weights, sol.offsets[1:]]
-    return bool((A @ x).min() >= 1.0 - tol)
-
-
 class Pace:
     """One compression run. Holds the sample set, learners, the oracle and the log."""
 
@@ -482,7 +473,7 @@ class Pace:
                 time_limit=tl,
                 min_support=lb,
             )
-            if not meets_rows(A, s):
+            if not master.meets_rows(A, s):
                 # big-M trickle: u below the integrality tolerance counted as 0 while
                 # w = u * M still carried the rows; the support is not what was solved.
                 # The cover has no big-M: use it from now on for this master.

@@ -113,23 +113,24 @@ def run_verify(
     data_path: Path | None = None,
 ) -> VerifyReport:
     """Re-prove the certificate; the report names the input domain the proof covers."""
+    cert = load_certificate(cert_path)
     rep = _prove(
-        original_path, compressed_path, cert_path, threads, time_limit, exhaustive, data_path
+        cert, cert_path, original_path, compressed_path, threads, time_limit, exhaustive, data_path
     )
-    rep.domain = load_certificate(cert_path).region.domain
+    rep.domain = cert.region.domain
     return rep
 
 
 def _prove(
+    cert: Certificate,
+    cert_path: Path,
     original_path: Path,
     compressed_path: Path,
-    cert_path: Path,
     threads: int,
     time_limit: float | None,
     exhaustive: bool,
     data_path: Path | None,
 ) -> VerifyReport:
-    cert = load_certificate(cert_path)
     load_onnx(original_path)
     load_onnx(compressed_path)
     ob, cb = Path(original_path).read_bytes(), Path(compressed_path).read_bytes()
