@@ -273,3 +273,32 @@ def test_pace_beats_prune_with_generated_trees_on_compas(tmp_path):
         assert_verifies_exhaustively(tmp_path / "model.onnx", out)
     assert sizes["pace"][0] < sizes["prune"][0], sizes
     assert sizes["pace"][1] > 0, sizes
+
+
+def test_l0_master_switches_to_the_cover_when_the_milp_breaks_its_rows(tmp_path, monkeypatch):
+    """A big-M MILP whose answer breaks its own rows (the trickle flow the tight
+    integrality settings prevent) must not drive the L0 loop: the master switches to the
+    cover, the loop converges, and the result verifies on every cell. Without the row
+    check the loop would refute the same bogus support round after round."""
+    write_rf20_problem(tmp_path)
+    from pace_cert import master
+
+    def broken(A, n_learners, big_m, **kw):  # every learner at u ~ 0: an empty support
+        return master.MasterSolution(
+            np.zeros(n_learners), np.zeros(A.shape[1] - n_learners + 1), 0.0, None, True, "x"
+        )
+
+    monkeypatch.setattr(master, "solve_l0", broken)
+    said: list[str] = []
+    res = run_compress(
+        tmp_path / "model.onnx",
+        tmp_path / "train.csv",
+        tmp_path / "out",
+        CompressConfig(mode="prune", time_limit=120, seed=0, milp="highs"),
+        progress=said.append,
+    )
+    assert res.exit_code == 0
+    assert any("switching to the cover" in m for m in said)
+    assert res.certificate.summary.l0_optimal
+    assert res.certificate.summary.trees_after < 9
+    assert_verifies_exhaustively(tmp_path / "model.onnx", tmp_path / "out")
