@@ -381,8 +381,12 @@ class Pace:
                         sol.offsets,
                     )
                 )
+            new = 0
             for r in found:
                 x = r.point
+                if not self.add_sample(x):
+                    continue
+                new += 1
                 self.history.append(
                     HistoryEntry(
                         phase.split("-")[0],  # l0-reweighted samples are L0-phase samples
@@ -394,7 +398,17 @@ class Pace:
                         int(cand.predict_index(x[None, :])[0]),
                     )
                 )
-                self.add_sample(x)
+            if new == 0:
+                # every separating sample is already a row: the master's weights meet its
+                # rows only within its solver's tolerance. Solving again gives the same
+                # weights, so stop this loop uncertified instead of cycling.
+                A = self.matrix(learners)
+                low = float((A @ np.r_[sol.weights, sol.offsets[1:]]).min()) if len(A) else 1.0
+                self.say(
+                    f"[{phase}] round {it}: the {len(found)} separating samples are all rows "
+                    f"already (smallest row {low:.3g} < 1, status {sol.status}); stopping"
+                )
+                return done(PhaseResult(None, [], it, False, sol.objective, sol.optimal))
         return done(PhaseResult(None, [], self.cfg.max_rounds, False))
 
     def l1_phase(

@@ -134,3 +134,34 @@ def test_screening_pool_points_are_inside_and_separating(delta):
         PX, Py = oracle._pool
         assert region_mask(original, c_o, forest, PX, dom).all()
     assert hits > 0  # the screen found something on some candidate
+
+
+@pytest.mark.parametrize("enumerable", [True, False])
+def test_solution_hints_only_steer_the_search(enumerable):
+    """CP-SAT solution hints (the grid or pool point nearest to separating) change no
+    status: with and without them every pair gets the same answer, and hints were given.
+    Without a plausibility forest the domain is enumerable (hints from the grid); with
+    one it is not, and hints come from the screening pool."""
+    from pace_cert.plausibility import fit_plausibility
+
+    X, y = small_problem(2, n_features=3, n_classes=3, n_rows=200)
+    m = zoo.make_model("rf", 8, 2, 2).fit(X, y)
+    original, _ = ensemble_from_model(zoo.export_onnx(m, 3))
+    forest = None if enumerable else fit_plausibility(X, 0.1, n_estimators=10, seed=0)
+    dom, region, _ = oracle_region(original, [], 0.1, forest)
+    oracle = SeparationOracle(dom, ScoreModel.from_ensemble(original), region)
+    assert oracle.can_enumerate() == enumerable
+    if not enumerable:
+        assert oracle.seed_pool(X, per_row=5) > 0
+    plain = SeparationOracle(dom, ScoreModel.from_ensemble(original), region)
+    plain.use_hints = False
+    statuses = set()
+    for cand in candidates(original, np.random.default_rng(3)):
+        sm, e_req = ScoreModel.from_ensemble(cand), required_margin(cand)
+        hinted = oracle.separate(sm, e_req, threads=1)
+        assert oracle._pair_hints, "no hint was given"
+        bare = plain.separate(sm, e_req, threads=1)
+        assert not plain._pair_hints
+        assert [r.status for r in hinted] == [r.status for r in bare]
+        statuses |= {r.status for r in hinted}
+    assert statuses == {"INFEASIBLE", "FEASIBLE"}

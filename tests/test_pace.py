@@ -19,7 +19,7 @@ import pytest
 
 from pace_cert import zoo
 from pace_cert.app import run_compress
-from pace_cert.onnx_reader import read_ensemble
+from pace_cert.onnx_reader import ensemble_from_model, read_ensemble
 from pace_cert.pace import CompressConfig
 from pace_cert.verify import run_verify
 
@@ -302,3 +302,28 @@ def test_l0_master_switches_to_the_cover_when_the_milp_breaks_its_rows(tmp_path,
     assert res.certificate.summary.l0_optimal
     assert res.certificate.summary.trees_after < 9
     assert_verifies_exhaustively(tmp_path / "model.onnx", tmp_path / "out")
+
+
+def test_faithful_loop_stops_when_the_master_repeats_refuted_samples():
+    """A master whose weights the oracle keeps refuting with samples it already has
+    (its solver met those rows only within tolerance) must not cycle until the round
+    cap: the loop stops uncertified as soon as a round brings no new sample."""
+    from pace_cert import master
+    from pace_cert.pace import Pace
+
+    X, y = small_problem(0, n_features=3, n_classes=2)
+    original, _ = ensemble_from_model(zoo.export_onnx(zoo.make_model("rf", 8, 2, 0).fit(X, y), 3))
+    said: list[str] = []
+    p = Pace(original, X, CompressConfig(mode="prune", max_rounds=50), progress=said.append)
+    learners = list(original.trees)
+    k = original.n_classes
+
+    def stuck(A: np.ndarray) -> master.MasterSolution:  # one tree only, whatever the rows
+        w = np.zeros(len(learners))
+        w[0] = 1.0
+        return master.MasterSolution(w, np.zeros(k), 1.0, None, True, "fixed")
+
+    res = p.faithful_loop("l0", stuck, learners)
+    assert not res.certified and res.model is None
+    assert res.rounds == 2, said  # round 1 adds the samples, round 2 only repeats them
+    assert any("are all rows already" in m for m in said)
