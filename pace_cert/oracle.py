@@ -37,8 +37,12 @@ from .scaling import ScaledCondition, scale_condition
 ENUM_LIMIT = 300_000  # domains with at most this many cells get the enumeration pre-search
 MAX_SPURIOUS = 50  # nogoods per pair and call before the pair is declared UNKNOWN
 
-# Presolve settings measured in benchmarks/ (probing and at-most-one merging dominate
-# the time of these mostly-propagation problems; 5-20x faster, same statuses).
+# Settings measured in benchmarks/ (probing and at-most-one merging dominate the time
+# of these mostly-propagation problems: 5-20x faster, same statuses; SAT inprocessing
+# (clause vivification) spent most of a proof's search time on the isolation-forest
+# regions: 2-4x faster proofs without it, `benchmarks/results/cpsat_params.md`).
+# `linearization_level=0` was faster still on most cases but left a spambase proof
+# UNKNOWN after 120 s (1.2 s with the LP), so the LP stays.
 CPSAT_PARAMS: dict[str, object] = {
     "cp_model_probing_level": 0,
     "merge_at_most_one_work_limit": 0.0,

@@ -1,0 +1,145 @@
+"""CP-SAT settings of the separation oracle, side by side on the same candidates.
+
+For each case (dataset, RF n_estimators x depth, eta, delta; prepared as in
+``harness.py``, seed 0) the L1 loop is run once on the original trees to get a
+certified candidate (every pair INFEASIBLE: the proofs the loop ends on), plus two
+random subsets of n/4 original trees (mostly FEASIBLE pairs: the loop's other rounds).
+Then every variant separates the same candidates, one after the other in one process:
+
+- ``default``: ``oracle.CPSAT_PARAMS`` as shipped;
+- each ``--variant KEY=VALUE[;KEY=VALUE]``: the shipped settings with these changed.
+
+Hints (``SeparationOracle.use_hints``) are on unless a variant says ``hints=False``.
+T is the wall time of ``separate`` with ``--threads`` (pairs in parallel); the status
+string has one letter per pair (I: INFEASIBLE, F: FEASIBLE, U: UNKNOWN).
+
+    python benchmarks/cpsat_params.py --variant use_sat_inprocessing=True \\
+        --variant 'use_sat_inprocessing=True;hints=False' --out benchmarks/results/cpsat_params.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import harness
+
+from pace_cert import oracle as oracle_mod
+from pace_cert.oracle import ScoreModel
+from pace_cert.pace import CompressConfig, Pace, required_margin
+
+CASES = [
+    ("seeds", 25, 2, 0.1, 0.1),
+    ("diabetes", 50, 2, 0.1, 0.1),
+    ("cancer", 25, 2, 0.1, 0.1),
+    ("spambase", 25, 2, 0.1, 0.1),
+    ("compas", 25, 2, 0.1, 0.1),
+    ("fico", 25, 2, 0.1, 0.1),
+    ("compas", 50, 5, 0.0, 0.0),
+    ("cancer", 25, 3, 0.0, 0.0),
+]
+
+
+def parse_variant(spec: str) -> tuple[dict[str, object], bool]:
+    """``KEY=VALUE;...`` -> (CP-SAT parameter overrides, hints on)."""
+    params: dict[str, object] = {}
+    hints = True
+    for kv in filter(None, spec.split(";")):
+        key, value = kv.split("=", 1)
+        parsed: object = {"True": True, "False": False}.get(value)
+        if parsed is None:
+            parsed = float(value) if "." in value else int(value)
+        if key == "hints":
+            hints = bool(parsed)
+        else:
+            params[key] = parsed
+    return params, hints
+
+
+def candidates(prep: harness.Prepared, pace: Pace) -> list[tuple[str, object]]:
+    ens = prep.original
+    res, _ = pace.l1_phase(list(ens.trees))
+    out = [("L1 certified", res.model)] if res.model is not None else []
+    n = ens.n_trees
+    for seed in range(2):
+        idx = np.random.default_rng(seed).choice(n, max(2, n // 4), replace=False)
+        sub = dataclasses.replace(
+            ens,
+            trees=tuple(ens.trees[i] for i in idx),
+            weights=np.asarray(ens.weights)[idx],
+            origin=(),
+        )
+        out.append((f"subset {seed}", sub))
+    return out
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--variant", action="append", default=[], help="KEY=VALUE[;KEY=VALUE]")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--time-limit", type=float, default=120.0, help="seconds per separate()")
+    p.add_argument("--only", default="", help="substring of 'dataset-nN-dD'")
+    p.add_argument("--out", type=Path, default=None, help="write a Markdown table here")
+    args = p.parse_args()
+    shipped = dict(oracle_mod.CPSAT_PARAMS)
+    variants = ["default", *args.variant]
+    lines = [
+        "| case | candidate | " + " | ".join(f"{v} status | T (s)" for v in variants) + " |",
+        "|---|---|" + "---|---|" * len(variants),
+    ]
+    totals = {v: 0.0 for v in variants}
+    for ds, n, d, eta, delta in CASES:
+        name = f"{ds}-n{n}-d{d}-eta{eta}-delta{delta}"
+        if args.only not in name:
+            continue
+        prep = harness.prepare(harness.Config(ds, "rf", n, d, "prune", eta, delta, 0))
+        pace = Pace(prep.original, prep.X_train, CompressConfig(mode="prune", eta=eta, delta=delta))
+        oracle = pace.oracle
+        for label, cand in candidates(prep, pace):
+            sm = ScoreModel.from_ensemble(cand)
+            cells = []
+            for v in variants:
+                params, hints = parse_variant("" if v == "default" else v)
+                oracle_mod.CPSAT_PARAMS.clear()
+                oracle_mod.CPSAT_PARAMS.update({**shipped, **params})
+                oracle.use_hints = hints
+                t = time.perf_counter()
+                res = oracle.separate(
+                    sm, required_margin(cand), threads=args.threads, time_limit=args.time_limit
+                )
+                dt = time.perf_counter() - t
+                totals[v] += dt
+                cells.append(f"{''.join(r.status[0] for r in res)} | {dt:.2f}")
+            row = f"| {name} | {label} | " + " | ".join(cells) + " |"
+            lines.append(row)
+            print(row, flush=True)
+        oracle_mod.CPSAT_PARAMS.clear()
+        oracle_mod.CPSAT_PARAMS.update(shipped)
+    lines.append("| **total** | | " + " | ".join(f" | {totals[v]:.1f}" for v in variants) + " |")
+    print(lines[-1])
+    if args.out:
+        head = [
+            "# CP-SAT settings of the separation oracle",
+            "",
+            f"- command: `python benchmarks/cpsat_params.py {' '.join(sys.argv[1:])}`",
+            f"- date (UTC): {datetime.now(UTC).isoformat(timespec='seconds')}",
+            f"- shipped settings (`default`): `{shipped}`, hints on",
+            f"- threads: {args.threads}; per-call limit {args.time_limit} s",
+            "",
+            (__doc__ or "").split("\n\n")[1].replace("\n", " "),
+            "",
+        ]
+        args.out.write_text("\n".join(head + lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
