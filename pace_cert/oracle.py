@@ -570,7 +570,8 @@ class SeparationOracle:
         model comes closest to predicting y: the largest S'_y - S'_y0 over the screening
         pool, or over the enumerated cells on small domains. Given to CP-SAT as a
         solution hint, it starts the search next to where separating samples tend to be
-        (measured 5-10x faster FEASIBLE answers, `benchmarks/results/profile.md` §9).
+        (seeds RF25: a FEASIBLE pair 3.3 s -> 0.7 s; 1.26x over all cases of
+        `benchmarks/results/cpsat_params.md`).
         A hint only steers the search; it changes no constraint and no status."""
         g = self._grid() if self.can_enumerate() else self._pool
         if g is None or len(g[0]) == 0:

@@ -399,14 +399,15 @@ class Pace:
                     )
                 )
             if new == 0:
-                # every separating sample is already a row: the master's weights meet its
-                # rows only within its solver's tolerance. Solving again gives the same
-                # weights, so stop this loop uncertified instead of cycling.
+                # every separating sample is already a row: the master's weights meet
+                # these rows in its own arithmetic only (LP tolerance, or a margin below
+                # the float32 guard E_req of the folded model). Solving again gives the
+                # same weights, so stop this loop uncertified instead of cycling.
                 A = self.matrix(learners)
                 low = float((A @ np.r_[sol.weights, sol.offsets[1:]]).min()) if len(A) else 1.0
                 self.say(
                     f"[{phase}] round {it}: the {len(found)} separating samples are all rows "
-                    f"already (smallest row {low:.3g} < 1, status {sol.status}); stopping"
+                    f"already (smallest master row {low:.3g}, status {sol.status}); stopping"
                 )
                 return done(PhaseResult(None, [], it, False, sol.objective, sol.optimal))
         return done(PhaseResult(None, [], self.cfg.max_rounds, False))
