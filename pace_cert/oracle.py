@@ -196,7 +196,7 @@ class SeparationOracle:
         self.stats = OracleStats()
         self._pool: tuple[np.ndarray, np.ndarray] | None = None  # (points, labels) inside
         self.use_hints = True  # CP-SAT solution hints from the pool (steer only)
-        self._pair_hints: dict[tuple[int, int], np.ndarray] = {}
+        self._pair_hints: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
 
     # ------------------------------------------------------------------ model building
     def _build_features(self) -> list[list[cp_model.IntVar]]:
@@ -505,7 +505,8 @@ class SeparationOracle:
         m = self.model.clone()
         hint = self._pair_hints.get((y0, y))
         if hint is not None:
-            self._add_hint(m, hint)
+            m.proto.solution_hint.vars.extend(hint[0].tolist())
+            m.proto.solution_hint.values.extend(hint[1].tolist())
         region_err = 0.0
         for slots, cond in self._region_conds[y0]:
             self._post(m, slots, cond)
@@ -523,10 +524,7 @@ class SeparationOracle:
         solver.parameters.num_workers = workers
         solver.parameters.random_seed = self.seed
         for key, value in CPSAT_PARAMS.items():
-            if isinstance(value, list):  # repeated field
-                getattr(solver.parameters, key).extend(value)
-            else:
-                setattr(solver.parameters, key, value)
+            setattr(solver.parameters, key, value)
         for _ in range(MAX_SPURIOUS + 1):
             if time_limit is not None:
                 left = time_limit - (time.perf_counter() - t0)
@@ -542,7 +540,7 @@ class SeparationOracle:
             if status not in (cp_model.FEASIBLE, cp_model.OPTIMAL):
                 break  # UNKNOWN (time limit) or MODEL_INVALID: never a proof
             x = self._point(solver)
-            leaves = [int(t.apply(x[None, :])[0]) for t in (s.tree for s in self._slots)]
+            leaves = self._leaves_at(x)
             self._check_leaves(solver, leaves)
             if self._in_region(y0, leaves):
                 res.status, res.point = "FEASIBLE", x
@@ -565,12 +563,12 @@ class SeparationOracle:
 
     def _hints(
         self, compressed: ScoreModel, pairs: list[tuple[int, int]]
-    ) -> dict[tuple[int, int], np.ndarray]:
-        """Per pair, a known point inside the region (label y0) where the compressed
-        model comes closest to predicting y: the largest S'_y - S'_y0 over the screening
-        pool, or over the enumerated cells on small domains. Given to CP-SAT as a
-        solution hint, it starts the search next to where separating samples tend to be
-        (seeds RF25: a FEASIBLE pair 3.3 s -> 0.7 s; 1.26x over all cases of
+    ) -> dict[tuple[int, int], tuple[np.ndarray, np.ndarray]]:
+        """Per pair, a CP-SAT solution hint (proto indices, values): a known point inside
+        the region (label y0) where the compressed model comes closest to predicting y,
+        i.e. the largest S'_y - S'_y0 over the screening pool, or over the enumerated
+        cells on small domains. It starts the search next to where separating samples
+        tend to be (seeds RF25: a FEASIBLE pair 3.3 s -> 0.7 s; 1.26x over all cases of
         `benchmarks/results/cpsat_params.md`).
         A hint only steers the search; it changes no constraint and no status."""
         g = self._grid() if self.can_enumerate() else self._pool
@@ -580,28 +578,34 @@ class SeparationOracle:
         S = np.tile(compressed.base, (len(X), 1))
         for t, tab in zip(compressed.trees, compressed.tables):
             S += tab[t.apply(X)]
+        by_row: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         out = {}
         for y0, y in pairs:
             rows = np.flatnonzero(lab == y0)
             if len(rows):
-                out[(y0, y)] = X[rows[int(np.argmax(S[rows, y] - S[rows, y0]))]]
+                i = int(rows[int(np.argmax(S[rows, y] - S[rows, y0]))])
+                if i not in by_row:
+                    by_row[i] = self._assignment(X[i])
+                out[(y0, y)] = by_row[i]
         return out
 
-    def _add_hint(self, m: cp_model.CpModel, x: np.ndarray) -> None:
-        """Hint every order literal and leaf boolean with their values at ``x``."""
+    def _leaves_at(self, x: np.ndarray) -> list[int]:
+        """The leaf of every registered tree (slot order) at the float32 point ``x``."""
+        row = np.asarray(x, np.float32)[None, :]
+        return [int(s.tree.apply(row)[0]) for s in self._slots]
+
+    def _assignment(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(proto indices, 0/1 values) of every order literal and leaf boolean at ``x``."""
         cells = self.domain.cell_index(np.asarray(x, np.float32)[None, :])[0]
-        idx: list[int] = []
-        val: list[int] = []
+        idx, val = [], []
         for f, lits in enumerate(self._order):
             rank = int(np.searchsorted(self._allowed_cells[f], cells[f]))
-            idx.extend(lit.index for lit in lits)
-            val.extend(int(r < rank) for r in range(len(lits)))
-        for s in self._slots:
-            leaf = int(s.tree.apply(np.asarray(x, np.float32)[None, :])[0])
-            idx.extend(int(v) for v in s.var_index)
-            val.extend((s.leaves == leaf).astype(int).tolist())
-        m.proto.solution_hint.vars.extend(idx)
-        m.proto.solution_hint.values.extend(val)
+            idx.append(np.array([lit.index for lit in lits], np.int64))
+            val.append((np.arange(len(lits)) < rank).astype(np.int64))
+        for s, leaf in zip(self._slots, self._leaves_at(x)):
+            idx.append(s.var_index)
+            val.append((s.leaves == leaf).astype(np.int64))
+        return np.concatenate(idx), np.concatenate(val)
 
     def _point(self, solver: cp_model.CpSolver) -> np.ndarray:
         cells = np.array(
