@@ -23,6 +23,16 @@ infeasible) is used instead. Each cut is then shrunk: S is grown, learner by lea
 to a maximal infeasible support and C becomes its complement (any feasible support must
 leave it), which makes the covers far fewer.
 
+Usable supports. A caller may pass ``usable``: a test of the weights a feasible
+support gets (the driver checks that the folded model clears its own float32 guard on
+every row; a support whose margin rho is barely above ``FEASIBLE_RHO`` does not, and the
+oracle could only refute it with rows the master already has). A support the master
+returns that fails the test gets the no-good cut ``C = complement of S``: valid for
+"feasible and usable", because the master returns a minimum cover, so every smaller
+support -- every strict subset of S among them -- is already cut off. Warm and fallback
+supports that fail it are only remembered (``rejected``), never cut. "Optimal" then
+means a minimum support among those whose max-margin weights pass ``usable``.
+
 Rows only grow during a faithful loop, so a support infeasible once stays infeasible:
 cuts and the lower bound are kept across calls on the same learners. The solver only
 chooses weights; faithfulness is decided by the oracle.
@@ -32,6 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import highspy
@@ -49,6 +60,7 @@ class CoverStats:
     master_solves: int = 0
     lp_solves: int = 0
     cuts: int = 0
+    rejected: int = 0  # feasible supports whose weights failed the caller's ``usable``
     seconds: float = 0.0
     history: list[int] = field(default_factory=list)  # support size tried per iteration
 
@@ -109,6 +121,8 @@ class L0Cover:
         self.seed = seed
         self.lb = 0  # 1 once the offsets alone are known not to meet the rows
         self.cuts: list[np.ndarray] = []
+        self.rejected: set[tuple[int, ...]] = set()  # feasible but not usable
+        self._no_goods: set[tuple[int, ...]] = set()  # rejected ones with a posted no-good
         self.stats = CoverStats()
         self._m = cp_model.CpModel()
         self._u = [self._m.new_bool_var(f"u{t}") for t in range(n_learners)]
@@ -192,6 +206,18 @@ class L0Cover:
                 inside = np.union1d(trial, np.setdiff1d(np.arange(self.T), implied))
         return np.setdiff1d(np.arange(self.T), inside)
 
+    def reject(self, support: np.ndarray, *, cut: bool = False) -> None:
+        """Never return ``support`` again (feasible, but its weights are unusable). With
+        ``cut``, also post its no-good; only valid when every smaller support is already
+        known infeasible or rejected (``support`` was a minimum cover)."""
+        key = tuple(int(t) for t in np.unique(np.asarray(support, np.int64)))
+        if key not in self.rejected:
+            self.rejected.add(key)
+            self.stats.rejected += 1
+        if cut and key not in self._no_goods:
+            self._no_goods.add(key)
+            self._add_cut(np.setdiff1d(np.arange(self.T), np.asarray(key, np.int64)))
+
     # ------------------------------------------------------------------- solve
     def solve(
         self,
@@ -200,15 +226,39 @@ class L0Cover:
         warm_support: np.ndarray | None = None,
         deadline: float | None = None,
         fallback: np.ndarray | None = None,
+        usable: Callable[[MasterSolution], bool] | None = None,
     ) -> MasterSolution:
         """A minimum support for rows ``A`` (layout of :func:`master.margin_rows`) with
-        max-margin weights on it. ``optimal`` is False when the deadline stopped the
-        search; then the smallest feasible support seen is returned: ``warm_support`` or
-        ``fallback`` (e.g. a certified model's support) if feasible, else every learner."""
+        max-margin weights on it (rescaled so every row meets >= 1) that pass ``usable``.
+        ``optimal`` is False when the deadline stopped the search; then the smallest
+        usable feasible support seen is returned: ``warm_support`` or ``fallback`` (e.g.
+        a certified model's support) if so, else every learner."""
         t0 = time.perf_counter()
         An, scale = normalise_columns(A, self.T)
         lp = MarginLP(An, self.T, self.offset_bound, self.seed)
-        best = None  # (support, rho, w, beta)
+        best = None  # (support, solution)
+
+        def solution(rho: float, w: np.ndarray, beta: np.ndarray, optimal: bool) -> MasterSolution:
+            weights = np.zeros(self.T)
+            on = w > 0
+            weights[on] = w[on] / scale[on] / rho
+            return MasterSolution(
+                weights,
+                np.r_[0.0, beta / rho],
+                float(np.sum(weights > 0)),
+                None,
+                optimal,
+                "optimal (cover)" if optimal else "time limit (cover incumbent)",
+            )
+
+        def accepted(support: np.ndarray, rho: float, w: np.ndarray, beta: np.ndarray):
+            """The support's solution if it is feasible and usable, else None."""
+            if rho <= FEASIBLE_RHO or tuple(int(t) for t in support) in self.rejected:
+                return None
+            sol = solution(rho, w, beta, True)
+            if usable is not None and not usable(sol):
+                return None
+            return sol
 
         def out_of_time() -> bool:
             return deadline is not None and time.perf_counter() >= deadline
@@ -220,8 +270,11 @@ class L0Cover:
             if best is not None and len(best[0]) <= len(ws):
                 continue
             rho, _, w, beta = lp.test(ws)
-            if rho > FEASIBLE_RHO:
-                best = (ws, rho, w, beta)
+            sol = accepted(ws, rho, w, beta)
+            if sol is not None:
+                best = (ws, sol)
+            elif rho > FEASIBLE_RHO:
+                self.reject(ws)
         if self.lb == 0:  # one class only among the samples: offsets alone may do
             alone = master.solve_on_support(A, self.T, np.zeros(0, np.int64), seed=self.seed)
             if alone is not None:
@@ -243,26 +296,25 @@ class L0Cover:
             self.stats.history.append(len(S))
             rho, y, w, beta = lp.test(S)
             if rho > FEASIBLE_RHO:
-                best = (S, rho, w, beta)
-                optimal = True
-                break
+                sol = accepted(S, rho, w, beta)
+                if sol is not None:
+                    best = (S, sol)
+                    optimal = True
+                    break
+                self.reject(S, cut=True)  # a minimum cover: every smaller support is cut
+                continue
             self._add_cut(self._cut(lp, An, S, y, deadline))
         if best is None:
             every = np.arange(self.T)
             rho, _, w, beta = lp.test(every)
             if rho <= FEASIBLE_RHO:
                 raise RuntimeError("L0 cover: no support meets the rows, not even all learners")
-            best = (every, rho, w, beta)
+            best = (every, solution(rho, w, beta, False))  # the caller's fallback of last resort
         self.stats.lp_solves += lp.solves
         self.stats.seconds += time.perf_counter() - t0
-        support, rho, w, beta = best
-        weights = np.zeros(self.T)
-        weights[support] = w[support] / scale[support] / rho
-        return MasterSolution(
-            weights,
-            np.r_[0.0, beta / rho],
-            float(np.sum(weights > 0)),
-            None,
-            optimal,
-            "optimal (cover)" if optimal else "time limit (cover incumbent)",
+        sol = best[1]
+        return dataclasses.replace(
+            sol,
+            optimal=optimal,
+            status="optimal (cover)" if optimal else "time limit (cover incumbent)",
         )

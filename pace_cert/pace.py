@@ -308,6 +308,24 @@ class Pace:
             self.cfg.weight_tol,
         )
 
+    def clears_own_rows(self, sol: master.MasterSolution, learners: list[Tree]) -> bool:
+        """Whether the folded candidate of ``sol`` beats every other class by more than
+        its float32 guard E_req on every master row.
+
+        If not, the oracle can only refute it with rows the master already has (the
+        weights met them in float64 only: a support with margin barely above zero gets
+        weights so large that E_req exceeds the master's margin of 1, or weights below
+        the fold tolerance carried rows), and solving again returns the same weights.
+        """
+        if not len(self.X):
+            return True
+        cand, _ = self.candidate(sol, learners)
+        sc = cand.scores(self.X)
+        rows = np.arange(len(sc))
+        own = sc[rows, self.y0].copy()
+        sc[rows, self.y0] = -np.inf
+        return bool(np.all(own - sc.max(axis=1) > required_margin(cand)))
+
     # ---------------------------------------------------------------- one phase
     def faithful_loop(
         self,
@@ -405,9 +423,16 @@ class Pace:
                 # same weights, so stop this loop uncertified instead of cycling.
                 A = self.matrix(learners)
                 low = float((A @ np.r_[sol.weights, sol.offsets[1:]]).min()) if len(A) else 1.0
+                pts = np.array([r.point for r in found])
+                sc = cand.scores(pts)
+                y0 = np.array([r.y0 for r in found])
+                own = sc[np.arange(len(found)), y0]
+                sc[np.arange(len(found)), y0] = -np.inf
                 self.say(
                     f"[{phase}] round {it}: the {len(found)} separating samples are all rows "
-                    f"already (smallest master row {low:.3g}, status {sol.status}); stopping"
+                    f"already (smallest master row {low:.3g}, candidate margin on them "
+                    f"{float((own - sc.max(axis=1)).min()):.3g}, float32 guard "
+                    f"{required_margin(cand):.3g}, status {sol.status}); stopping"
                 )
                 return done(PhaseResult(None, [], it, False, sol.objective, sol.optimal))
         return done(PhaseResult(None, [], self.cfg.max_rounds, False))
@@ -449,29 +474,43 @@ class Pace:
             if left is not None:
                 tl = max(left, 1) if again else min(tl, max(left, 1))
             start = last.get("sol")
-            if start is not None and not again:  # cheap first: is the last support feasible?
-                kept = master.solve_on_support(
-                    A, len(learners), np.flatnonzero(start.weights > 0), seed=self.cfg.seed
-                )
-                if kept is not None:  # optimal stays optimal; a time-limited incumbent stays one
-                    kept = dataclasses.replace(kept, optimal=start.optimal)
-                    last["sol"] = kept
-                    return self._robust(A, len(learners), kept)
-            w = warm if start is None else np.r_[start.weights, start.offsets[1:]]
-            solver = None if state.get("exact") else self._l0_solver(A, len(learners))
-            if solver is None:  # the cover: no big-M, any weights on the support
+
+            def usable(s: master.MasterSolution) -> bool:
+                return self.clears_own_rows(self._robust(A, len(learners), s), learners)
+
+            def cover() -> L0Cover:
                 if state["cover"] is None:
                     state["cover"] = L0Cover(
                         len(learners), self.original.n_classes - 1, seed=self.cfg.seed
                     )
                     if warm is not None:
                         state["cover"].prefer(np.asarray(warm[: len(learners)]))
+                return state["cover"]
+
+            if start is not None and not again:  # cheap first: is the last support feasible?
+                on = np.flatnonzero(start.weights > 0)
+                kept = master.solve_on_support(A, len(learners), on, seed=self.cfg.seed)
+                robust = None if kept is None else self._robust(A, len(learners), kept)
+                if robust is not None and self.clears_own_rows(robust, learners):
+                    # optimal stays optimal; a time-limited incumbent stays one
+                    last["sol"] = dataclasses.replace(kept, optimal=start.optimal)
+                    return dataclasses.replace(robust, optimal=start.optimal)
+                if kept is not None:  # feasible, but only in float64: never again
+                    cover().reject(on)
+                    state["exact"] = True
+            w = warm if start is None else np.r_[start.weights, start.offsets[1:]]
+            solver = None if state.get("exact") else self._l0_solver(A, len(learners))
+            if solver is None:  # the cover: no big-M, any weights on the support
                 ws = None if w is None else np.flatnonzero(np.asarray(w[: len(learners)]) > 0)
                 fb = None  # the smallest certified model's support, when over this pool
                 if self.best is not None and max(self.best[0].keep, default=-1) < len(learners):
                     fb = np.asarray(self.best[0].keep, np.int64)
-                s = state["cover"].solve(
-                    A, warm_support=ws, deadline=time.perf_counter() + tl, fallback=fb
+                s = cover().solve(
+                    A,
+                    warm_support=ws,
+                    deadline=time.perf_counter() + tl,
+                    fallback=fb,
+                    usable=usable,
                 )
                 last["sol"] = s
                 self.l0_optimal = s.optimal
@@ -493,6 +532,11 @@ class Pace:
                 # w = u * M still carried the rows; the support is not what was solved.
                 # The cover has no big-M: use it from now on for this master.
                 self.say("[l0] big-M MILP solution violates its rows; switching to the cover")
+                state["exact"] = True
+                return solve(A)
+            if not usable(s):
+                self.say("[l0] MILP support fails its rows in float32; switching to the cover")
+                cover().reject(np.flatnonzero(s.weights > 0))
                 state["exact"] = True
                 return solve(A)
             last["sol"] = s

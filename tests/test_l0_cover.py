@@ -97,3 +97,36 @@ def test_cover_deadline_falls_back_to_the_given_feasible_support():
     assert not sol.optimal
     assert set(np.flatnonzero(sol.weights > 0)) <= set(support)
     assert np.all(A @ np.r_[sol.weights, sol.offsets[1:]] >= 1 - 1e-7)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_cover_skips_supports_the_caller_rejects(seed):
+    """``usable`` rejects feasible supports (the driver: weights whose folded model fails
+    its own rows in float32). The cover then returns a minimum support among the usable
+    ones -- brute force -- never a rejected one, even when it is the warm start."""
+    A, T = _rows(seed, 3)
+    free = L0Cover(T, 2, seed=seed).solve(A)
+    banned = next(  # a learner of the free optimum that some feasible support can do without
+        int(b)
+        for b in np.flatnonzero(free.weights > 0)
+        if master.max_margin_on_support(A, T, np.setdiff1d(np.arange(T), [b])) is not None
+    )
+    cover = L0Cover(T, 2, seed=seed)
+    sol = cover.solve(
+        A,
+        warm_support=np.flatnonzero(free.weights > 0),
+        usable=lambda s: not s.weights[banned] > 0,
+    )
+    assert sol.optimal and sol.weights[banned] == 0
+    assert cover.stats.rejected >= 1
+    others = [t for t in range(T) if t != banned]
+    brute = next(
+        k
+        for k in range(1, T)
+        for S in itertools.combinations(others, k)
+        if master.max_margin_on_support(A, T, np.array(S)) is not None
+    )
+    assert int(sol.objective) == brute >= int(free.objective)
+    assert np.all(A @ np.r_[sol.weights, sol.offsets[1:]] >= 1 - 1e-7)
+    again = cover.solve(A, usable=lambda s: not s.weights[banned] > 0)  # cuts carry over
+    assert int(again.objective) == brute and again.weights[banned] == 0

@@ -327,3 +327,31 @@ def test_faithful_loop_stops_when_the_master_repeats_refuted_samples():
     assert not res.certified and res.model is None
     assert res.rounds == 2, said  # round 1 adds the samples, round 2 only repeats them
     assert any("are all rows already" in m for m in said)
+
+
+def test_clears_own_rows_rejects_weights_that_meet_the_rows_in_float64_only():
+    """Two huge weights on a tree and its negation cancel exactly in float64, so the
+    master rows still hold, but onnxruntime's float32 sums cannot resolve the margin:
+    the folded model's guard E_req exceeds it, and the oracle could only refute it with
+    rows the master already has. ``clears_own_rows`` must say no (the L0 master then
+    rejects the support instead of looping on it)."""
+    from pace_cert import master
+    from pace_cert.ensemble import Tree
+    from pace_cert.pace import Pace
+
+    X, y = small_problem(0, n_features=3, n_classes=2)
+    original, _ = ensemble_from_model(zoo.export_onnx(zoo.make_model("rf", 8, 2, 0).fit(X, y), 3))
+    p = Pace(original, X, CompressConfig(mode="prune"))
+    p.origin += ["new", "new"]
+    t = original.trees[0]
+    neg = Tree(t.feature, t.threshold, t.left, t.right, -t.value)
+    learners = [*original.trees, t, neg]
+    A = p.matrix(learners)
+    sol = master.solve_l1(A, len(learners))
+    assert np.all(A @ np.r_[sol.weights, sol.offsets[1:]] >= 1 - 1e-7)
+    assert p.clears_own_rows(sol, learners)
+    w = sol.weights.copy()
+    w[-2:] = 1e9
+    huge = master.MasterSolution(w, sol.offsets, sol.objective, None, True, "test")
+    assert np.all(A @ np.r_[huge.weights, huge.offsets[1:]] >= 1 - 1e-6)  # float64: fine
+    assert not p.clears_own_rows(huge, learners)
