@@ -145,8 +145,8 @@ class Summary(_Strict):
     l0_big_m: float | None
     l0_optimal: bool | None = Field(
         description="true when an L0 loop certified a model whose support was proved "
-        "optimal on its samples (so no faithful weighting of the pool has fewer learners) "
-        "and the kept "
+        "optimal on its samples (so no weighting of the pool with fewer learners meets "
+        "those samples by a margin that float32 inference resolves) and the kept "
         "model has that many learners; false when an L0 problem was solved but that is "
         "not established (time-limited solves, or a larger fallback: l1, l0-reweighted, "
         "boost); null when no L0 problem was solved"
