@@ -149,7 +149,9 @@ class Summary(_Strict):
         "those samples by a margin that float32 inference resolves) and the kept "
         "model has that many learners; false when an L0 problem was solved but that is "
         "not established (time-limited solves, or a larger fallback: l1, l0-reweighted, "
-        "boost); null when no L0 problem was solved"
+        "boost); null when no L0 problem was solved. When a big-M MILP took part "
+        "(l0_big_m not null), the proof may be the MILP's, which only rules out smaller "
+        "weightings whose weights stay below l0_big_m"
     )
     fidelity: float = Field(description="agreement with the original on the data given")
     accuracy_original: float
