@@ -172,6 +172,16 @@ def required_margin(model: Ensemble) -> float:
     return max(model.runtime_guard, 1e-30)
 
 
+def own_margin(model: Ensemble, X: np.ndarray, y0: np.ndarray) -> np.ndarray:
+    """Per row, the model's score of class index ``y0`` minus its best other score
+    (float64, score units; > 0 iff the model predicts y0 there, ties aside)."""
+    sc = model.scores(X)
+    rows = np.arange(len(sc))
+    own = sc[rows, y0].copy()
+    sc[rows, y0] = -np.inf
+    return own - sc.max(axis=1)
+
+
 def region_margin(original: Ensemble, eta: float) -> float:
     """c_o in score units: max(eta * sigma, the original's runtime guard)."""
     return max(eta * original.margin_scale, original.runtime_guard)
@@ -320,11 +330,7 @@ class Pace:
         if not len(self.X):
             return True
         cand, _ = self.candidate(sol, learners)
-        sc = cand.scores(self.X)
-        rows = np.arange(len(sc))
-        own = sc[rows, self.y0].copy()
-        sc[rows, self.y0] = -np.inf
-        return bool(np.all(own - sc.max(axis=1) > required_margin(cand)))
+        return bool(np.all(own_margin(cand, self.X, self.y0) > required_margin(cand)))
 
     # ---------------------------------------------------------------- one phase
     def faithful_loop(
@@ -423,15 +429,13 @@ class Pace:
                 # same weights, so stop this loop uncertified instead of cycling.
                 A = self.matrix(learners)
                 low = float((A @ np.r_[sol.weights, sol.offsets[1:]]).min()) if len(A) else 1.0
-                pts = np.array([r.point for r in found])
-                sc = cand.scores(pts)
-                y0 = np.array([r.y0 for r in found])
-                own = sc[np.arange(len(found)), y0]
-                sc[np.arange(len(found)), y0] = -np.inf
+                on_found = own_margin(
+                    cand, np.array([r.point for r in found]), np.array([r.y0 for r in found])
+                )
                 self.say(
                     f"[{phase}] round {it}: the {len(found)} separating samples are all rows "
                     f"already (smallest master row {low:.3g}, candidate margin on them "
-                    f"{float((own - sc.max(axis=1)).min()):.3g}, float32 guard "
+                    f"{float(on_found.min()):.3g}, float32 guard "
                     f"{required_margin(cand):.3g}, status {sol.status}); stopping"
                 )
                 return done(PhaseResult(None, [], it, False, sol.objective, sol.optimal))
