@@ -332,6 +332,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--budget", type=float, default=None, help="seconds for the whole run")
     ap.add_argument("--threads", type=int, default=2, help="solver threads (default 2)")
     ap.add_argument("--only", default=None, help="regex on case keys, e.g. 'compas-n50'")
+    ap.add_argument(
+        "--stem",
+        default=None,
+        help="file name stem of the results (default oracle_compare, or oracle_compare_quick)",
+    )
     args = ap.parse_args(argv)
     if args.time_limit is None:
         args.time_limit = 150.0 if args.quick else 600.0
@@ -348,7 +353,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cases = [Case(*s) for s in specs]
     if args.only:
         cases = [c for c in cases if re.search(args.only, c.key)]
-    stem = "oracle_compare_quick" if args.quick else "oracle_compare"
+    stem = args.stem or ("oracle_compare_quick" if args.quick else "oracle_compare")
     args.out.mkdir(parents=True, exist_ok=True)
     budget_end = None if not args.budget else time.perf_counter() + args.budget
     for i, case in enumerate(cases):
