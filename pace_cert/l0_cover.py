@@ -31,7 +31,10 @@ returns that fails the test gets the no-good cut ``C = complement of S``: valid 
 "feasible and usable", because the master returns a minimum cover, so every smaller
 support -- every strict subset of S among them -- is already cut off. Warm and fallback
 supports that fail it are only remembered (``rejected``), never cut. "Optimal" then
-means a minimum support among those whose max-margin weights pass ``usable``.
+means a minimum support among those whose max-margin weights pass ``usable``. Both are
+kept across calls: added rows can only lower a support's margin, but the guard test
+is not strictly monotone in the rows (other max-margin weights), so across calls this
+part of the optimality claim rests on that approximation.
 
 Rows only grow during a faithful loop, so a support infeasible once stays infeasible:
 cuts and the lower bound are kept across calls on the same learners. The solver only
