@@ -31,10 +31,10 @@ returns that fails the test gets the no-good cut ``C = complement of S``: valid 
 "feasible and usable", because the master returns a minimum cover, so every smaller
 support -- every strict subset of S among them -- is already cut off. Warm and fallback
 supports that fail it are only remembered (``rejected``), never cut. "Optimal" then
-means a minimum support among those whose max-margin weights pass ``usable``. Both are
-kept across calls: added rows can only lower a support's margin, but the guard test
-is not strictly monotone in the rows (other max-margin weights), so across calls this
-part of the optimality claim rests on that approximation.
+means a minimum support among those whose max-margin weights pass ``usable``. The test
+is not monotone in the rows (new rows change the max-margin weights), so when the rows
+have changed every no-good is tested again; if one of its supports has become usable,
+the master restarts without cuts (rare: rejections themselves are).
 
 Rows only grow during a faithful loop, so a support infeasible once stays infeasible:
 cuts and the lower bound are kept across calls on the same learners. The solver only
@@ -122,15 +122,22 @@ class L0Cover:
         self.T = n_learners
         self.offset_bound = 2.0 * (n_offsets + 1) + 2.0  # never binds (|a| <= 1, sum w = 1)
         self.seed = seed
+        self.stats = CoverStats()
+        self._pref = np.zeros(n_learners, np.int64)
+        self._rows_seen = -1  # row count of the last solve
         self.lb = 0  # 1 once the offsets alone are known not to meet the rows
+        self._restart()
+
+    def _restart(self) -> None:
+        """A fresh master: no cuts, no rejections; ``lb`` keeps only "offsets alone do
+        not meet the rows", which more rows cannot undo."""
+        self.lb = min(self.lb, 1)
         self.cuts: list[np.ndarray] = []
         self.rejected: set[tuple[int, ...]] = set()  # feasible but not usable
         self._no_goods: set[tuple[int, ...]] = set()  # rejected ones with a posted no-good
-        self.stats = CoverStats()
         self._m = cp_model.CpModel()
-        self._u = [self._m.new_bool_var(f"u{t}") for t in range(n_learners)]
+        self._u = [self._m.new_bool_var(f"u{t}") for t in range(self.T)]
         self._posted_lb = 0
-        self._pref = np.zeros(n_learners, np.int64)
         self._set_objective()
 
     # ------------------------------------------------------------------ the master
@@ -256,12 +263,22 @@ class L0Cover:
 
         def accepted(support: np.ndarray, rho: float, w: np.ndarray, beta: np.ndarray):
             """The support's solution if it is feasible and usable, else None."""
-            if rho <= FEASIBLE_RHO or tuple(int(t) for t in support) in self.rejected:
+            if rho <= FEASIBLE_RHO:
                 return None
             sol = solution(rho, w, beta, True)
             if usable is not None and not usable(sol):
                 return None
             return sol
+
+        if len(A) != self._rows_seen:  # new rows: rejections are tested again
+            self._rows_seen = len(A)
+            self.rejected = set(self._no_goods)
+            for key in sorted(self._no_goods):
+                S = np.asarray(key, np.int64)
+                rho, _, w, beta = lp.test(S)
+                if accepted(S, rho, w, beta) is not None:
+                    self._restart()
+                    break
 
         def out_of_time() -> bool:
             return deadline is not None and time.perf_counter() >= deadline
@@ -271,6 +288,8 @@ class L0Cover:
                 continue
             ws = np.unique(np.asarray(start, np.int64))
             if best is not None and len(best[0]) <= len(ws):
+                continue
+            if tuple(int(t) for t in ws) in self.rejected:
                 continue
             rho, _, w, beta = lp.test(ws)
             sol = accepted(ws, rho, w, beta)

@@ -130,3 +130,20 @@ def test_cover_skips_supports_the_caller_rejects(seed):
     assert np.all(A @ np.r_[sol.weights, sol.offsets[1:]] >= 1 - 1e-7)
     again = cover.solve(A, usable=lambda s: not s.weights[banned] > 0)  # cuts carry over
     assert int(again.objective) == brute and again.weights[banned] == 0
+
+
+def test_cover_drops_rejections_that_new_rows_make_usable():
+    """Rejections depend on the rows: when a later call's rows make a rejected support
+    usable, its no-good must not survive (the cover would no longer be a minimum)."""
+    A, T = _rows(1, 3)
+    free = L0Cover(T, 2, seed=1).solve(A)
+    for banned in np.flatnonzero(free.weights > 0):  # one whose ban costs a learner
+        cover = L0Cover(T, 2, seed=1)
+        first = cover.solve(A, usable=lambda s, b=banned: not s.weights[b] > 0)
+        if first.optimal and first.objective > free.objective:
+            break
+    else:
+        raise AssertionError("no ban makes the optimum larger on these rows")
+    assert cover.stats.rejected >= 1 and first.weights[banned] == 0
+    again = cover.solve(np.vstack([A, A[:1]]))  # new rows; everything usable now
+    assert again.optimal and int(again.objective) == int(free.objective)
