@@ -479,8 +479,17 @@ class Pace:
                 tl = max(left, 1) if again else min(tl, max(left, 1))
             start = last.get("sol")
 
+            by_support: dict[tuple[int, ...], master.MasterSolution] = {}
+
+            def reweighted(s: master.MasterSolution) -> master.MasterSolution:
+                """``self._robust(A, ., s)``, once per support within this solve."""
+                key = tuple(np.flatnonzero(s.weights > 0).tolist())
+                if key not in by_support:
+                    by_support[key] = self._robust(A, len(learners), s)
+                return dataclasses.replace(by_support[key], optimal=s.optimal, status=s.status)
+
             def usable(s: master.MasterSolution) -> bool:
-                return self.clears_own_rows(self._robust(A, len(learners), s), learners)
+                return self.clears_own_rows(reweighted(s), learners)
 
             def cover() -> L0Cover:
                 if state["cover"] is None:
@@ -494,11 +503,11 @@ class Pace:
             if start is not None and not again:  # cheap first: is the last support feasible?
                 on = np.flatnonzero(start.weights > 0)
                 kept = master.solve_on_support(A, len(learners), on, seed=self.cfg.seed)
-                robust = None if kept is None else self._robust(A, len(learners), kept)
-                if robust is not None and self.clears_own_rows(robust, learners):
-                    # optimal stays optimal; a time-limited incumbent stays one
-                    last["sol"] = dataclasses.replace(kept, optimal=start.optimal)
-                    return dataclasses.replace(robust, optimal=start.optimal)
+                if kept is not None:  # optimal stays optimal; a time-limited incumbent stays one
+                    kept = dataclasses.replace(kept, optimal=start.optimal)
+                if kept is not None and usable(kept):
+                    last["sol"] = kept
+                    return reweighted(kept)
                 if kept is not None:  # feasible, but only in float64: never again
                     cover().reject(on)
                     state["exact"] = True
@@ -518,7 +527,7 @@ class Pace:
                 )
                 last["sol"] = s
                 self.l0_optimal = s.optimal
-                return self._robust(A, len(learners), s)
+                return reweighted(s)  # computed already when the cover tested it
             # rows were only added since the last solve: its optimum is a lower bound
             lb = round(start.objective) if start is not None and start.optimal else 0
             s = solver(
@@ -546,7 +555,7 @@ class Pace:
             last["sol"] = s
             self.l0_optimal = s.optimal
             self.big_m = big_m
-            return self._robust(A, len(learners), s)
+            return reweighted(s)  # computed already by usable()
 
         return solve, last
 
