@@ -42,8 +42,15 @@ def record_milp_calls(ds: str, n: int, time_limit: float) -> tuple[list[dict], i
         t = time.perf_counter()
         s = solve(A, n_learners, big_m, **kw)
         calls.append(
-            dict(A=A.copy(), n=n_learners, warm=kw.get("warm"), limit=kw.get("time_limit"))
-            | dict(seconds=time.perf_counter() - t, objective=s.objective, optimal=s.optimal)
+            {
+                "A": A.copy(),
+                "n": n_learners,
+                "warm": kw.get("warm"),
+                "limit": kw.get("time_limit"),
+                "seconds": time.perf_counter() - t,
+                "objective": s.objective,
+                "optimal": s.optimal,
+            }
         )
         return s
 

@@ -30,7 +30,7 @@ oracle could only refute it with rows the master already has). A support the mas
 returns that fails the test gets the no-good cut ``C = complement of S``: valid for
 "feasible and usable", because the master returns a minimum cover, so every smaller
 support -- every strict subset of S among them -- is already cut off. Warm and fallback
-supports that fail it are only remembered (``rejected``), never cut. "Optimal" then
+supports that fail it are only skipped, never cut. "Optimal" then
 means a minimum support among those whose max-margin weights pass ``usable``. The test
 is not monotone in the rows (new rows change the max-margin weights), so when the rows
 have changed every no-good is tested again; if one of its supports has become usable,
@@ -133,8 +133,7 @@ class L0Cover:
         not meet the rows", which more rows cannot undo."""
         self.lb = min(self.lb, 1)
         self.cuts: list[np.ndarray] = []
-        self.rejected: set[tuple[int, ...]] = set()  # feasible but not usable
-        self._no_goods: set[tuple[int, ...]] = set()  # rejected ones with a posted no-good
+        self._no_goods: set[tuple[int, ...]] = set()  # rejected minimum covers
         self._m = cp_model.CpModel()
         self._u = [self._m.new_bool_var(f"u{t}") for t in range(self.T)]
         self._posted_lb = 0
@@ -216,17 +215,11 @@ class L0Cover:
                 inside = np.union1d(trial, np.setdiff1d(np.arange(self.T), implied))
         return np.setdiff1d(np.arange(self.T), inside)
 
-    def reject(self, support: np.ndarray, *, cut: bool = False) -> None:
-        """Never return ``support`` again (feasible, but its weights are unusable). With
-        ``cut``, also post its no-good; only valid when every smaller support is already
-        known infeasible or rejected (``support`` was a minimum cover)."""
-        key = tuple(int(t) for t in np.unique(np.asarray(support, np.int64)))
-        if key not in self.rejected:
-            self.rejected.add(key)
-            self.stats.rejected += 1
-        if cut and key not in self._no_goods:
-            self._no_goods.add(key)
-            self._add_cut(np.setdiff1d(np.arange(self.T), np.asarray(key, np.int64)))
+    def _no_good(self, support: np.ndarray) -> None:
+        """Cut off ``support`` (feasible, but its weights are unusable) and its subsets;
+        only valid for a minimum cover, whose smaller supports are all cut already."""
+        self._no_goods.add(tuple(int(t) for t in support))
+        self._add_cut(np.setdiff1d(np.arange(self.T), support))
 
     # ------------------------------------------------------------------- solve
     def solve(
@@ -248,31 +241,27 @@ class L0Cover:
         lp = MarginLP(An, self.T, self.offset_bound, self.seed)
         best = None  # (support, solution)
 
-        def solution(rho: float, w: np.ndarray, beta: np.ndarray, optimal: bool) -> MasterSolution:
+        def solution(rho: float, w: np.ndarray, beta: np.ndarray) -> MasterSolution:
+            """Weights rescaled so every row meets >= 1; ``optimal``/status set on return."""
             weights = np.zeros(self.T)
             on = w > 0
             weights[on] = w[on] / scale[on] / rho
             return MasterSolution(
-                weights,
-                np.r_[0.0, beta / rho],
-                float(np.sum(weights > 0)),
-                None,
-                optimal,
-                "optimal (cover)" if optimal else "time limit (cover incumbent)",
+                weights, np.r_[0.0, beta / rho], float(np.sum(on)), None, True, ""
             )
 
         def accepted(support: np.ndarray, rho: float, w: np.ndarray, beta: np.ndarray):
             """The support's solution if it is feasible and usable, else None."""
             if rho <= FEASIBLE_RHO:
                 return None
-            sol = solution(rho, w, beta, True)
+            sol = solution(rho, w, beta)
             if usable is not None and not usable(sol):
+                self.stats.rejected += 1
                 return None
             return sol
 
         if len(A) != self._rows_seen:  # new rows: rejections are tested again
             self._rows_seen = len(A)
-            self.rejected = set(self._no_goods)
             for key in sorted(self._no_goods):
                 S = np.asarray(key, np.int64)
                 rho, _, w, beta = lp.test(S)
@@ -289,14 +278,10 @@ class L0Cover:
             ws = np.unique(np.asarray(start, np.int64))
             if best is not None and len(best[0]) <= len(ws):
                 continue
-            if tuple(int(t) for t in ws) in self.rejected:
-                continue
             rho, _, w, beta = lp.test(ws)
             sol = accepted(ws, rho, w, beta)
             if sol is not None:
                 best = (ws, sol)
-            elif rho > FEASIBLE_RHO:
-                self.reject(ws)
         if self.lb == 0:  # one class only among the samples: offsets alone may do
             alone = master.solve_on_support(A, self.T, np.zeros(0, np.int64), seed=self.seed)
             if alone is not None:
@@ -323,7 +308,7 @@ class L0Cover:
                     best = (S, sol)
                     optimal = True
                     break
-                self.reject(S, cut=True)  # a minimum cover: every smaller support is cut
+                self._no_good(S)  # a minimum cover: every smaller support is cut already
                 continue
             self._add_cut(self._cut(lp, An, S, y, deadline))
         if best is None:
@@ -331,7 +316,7 @@ class L0Cover:
             rho, _, w, beta = lp.test(every)
             if rho <= FEASIBLE_RHO:
                 raise RuntimeError("L0 cover: no support meets the rows, not even all learners")
-            best = (every, solution(rho, w, beta, False))  # the caller's fallback of last resort
+            best = (every, solution(rho, w, beta))  # the caller's fallback of last resort
         self.stats.lp_solves += lp.solves
         self.stats.seconds += time.perf_counter() - t0
         sol = best[1]

@@ -491,15 +491,6 @@ class Pace:
             def usable(s: master.MasterSolution) -> bool:
                 return self.clears_own_rows(reweighted(s), learners)
 
-            def cover() -> L0Cover:
-                if state["cover"] is None:
-                    state["cover"] = L0Cover(
-                        len(learners), self.original.n_classes - 1, seed=self.cfg.seed
-                    )
-                    if warm is not None:
-                        state["cover"].prefer(np.asarray(warm[: len(learners)]))
-                return state["cover"]
-
             if start is not None and not again:  # cheap first: is the last support feasible?
                 on = np.flatnonzero(start.weights > 0)
                 kept = master.solve_on_support(A, len(learners), on, seed=self.cfg.seed)
@@ -508,8 +499,7 @@ class Pace:
                 if kept is not None and usable(kept):
                     last["sol"] = kept
                     return reweighted(kept)
-                if kept is not None:  # feasible, but only in float64: never again
-                    cover().reject(on)
+                if kept is not None:  # feasible in float64 only: the cover skips it from now on
                     state["exact"] = True
             w = warm if start is None else np.r_[start.weights, start.offsets[1:]]
             solver = None if state.get("exact") else self._l0_solver(A, len(learners))
@@ -518,7 +508,13 @@ class Pace:
                 fb = None  # the smallest certified model's support, when over this pool
                 if self.best is not None and max(self.best[0].keep, default=-1) < len(learners):
                     fb = np.asarray(self.best[0].keep, np.int64)
-                s = cover().solve(
+                if state["cover"] is None:
+                    state["cover"] = L0Cover(
+                        len(learners), self.original.n_classes - 1, seed=self.cfg.seed
+                    )
+                    if warm is not None:
+                        state["cover"].prefer(np.asarray(warm[: len(learners)]))
+                s = state["cover"].solve(
                     A,
                     warm_support=ws,
                     deadline=time.perf_counter() + tl,
@@ -549,7 +545,6 @@ class Pace:
                 return solve(A)
             if not usable(s):
                 self.say("[l0] MILP support fails its rows in float32; switching to the cover")
-                cover().reject(np.flatnonzero(s.weights > 0))
                 state["exact"] = True
                 return solve(A)
             last["sol"] = s
