@@ -1,0 +1,73 @@
+"""benchmarks/l0_bound.py: its lower bound never exceeds the true minimum pruning.
+
+On a grid small enough to list every input, brute force over all subsets of trees
+gives the smallest faithful pruning (some weighting meets every input in the region);
+the bound computed from a run's samples must not exceed it, the certified result must
+not be smaller, and an ``l0_optimal`` result must equal it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from pace_cert import master, zoo
+from pace_cert.onnx_reader import ensemble_from_model
+from pace_cert.pace import CompressConfig, compress, leaf_values
+from pace_cert.region import margin_mask, plausibility_mask
+
+from .helpers import small_problem
+
+BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def l0_bound():
+    sys.path.insert(0, str(BENCH))
+    try:
+        yield importlib.import_module("l0_bound")
+    finally:
+        sys.path.remove(str(BENCH))
+
+
+def _true_minimum(original, res) -> int:
+    """Smallest set of original trees some weighting of which meets every grid point
+    of the region (values 0..3 per feature reach every cell: thresholds lie inside)."""
+    grid = np.array(list(itertools.product(range(4), repeat=original.n_features)), np.float32)
+    inside = margin_mask(original, grid, res.region.margin)
+    if res.plausibility is not None:
+        inside &= plausibility_mask(res.plausibility, grid)
+    X = grid[inside]
+    A = master.margin_rows(leaf_values(list(original.trees), X), original.predict_index(X))
+    T = original.n_trees
+    if master.solve_on_support(A, T, np.zeros(0, np.int64)) is not None:
+        return 0  # one class in the region: the offsets alone meet it
+    for k in range(1, T + 1):
+        for S in itertools.combinations(range(T), k):
+            if master.max_margin_on_support(A, T, np.array(S)) is not None:
+                return k
+    raise AssertionError("the original itself does not meet its region")
+
+
+@pytest.mark.parametrize("seed", [1, 2, 5, 6, 7])
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_bound_is_below_the_true_minimum_pruning(l0_bound, seed, n_classes):
+    X, y = small_problem(seed, n_features=4, n_classes=n_classes, n_rows=200)
+    m = zoo.make_model("rf", 10, 2, seed).fit(X, y)
+    original, _ = ensemble_from_model(zoo.export_onnx(m, 4))
+    cfg = CompressConfig(mode="prune", eta=0.1, delta=0.1, iforest_estimators=5, seed=seed)
+    res = compress(original, X, cfg)
+    assert res.certified
+    rows, _ = l0_bound.region_rows(SimpleNamespace(X_train=X, original=original), res)
+    bound, optimal, _ = l0_bound.lower_bound(original, rows, 60.0)
+    truth = _true_minimum(original, res)
+    assert optimal
+    assert bound <= truth <= res.compressed.n_trees
+    if res.l0_optimal:
+        assert res.compressed.n_trees == truth
