@@ -23,6 +23,7 @@ from pace_cert.pace import CompressConfig, compress, leaf_values
 from pace_cert.region import margin_mask, plausibility_mask
 
 from .helpers import small_problem
+from .test_l0_cover import _min_support_brute
 
 BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -45,14 +46,7 @@ def _true_minimum(original, res) -> int:
         inside &= plausibility_mask(res.plausibility, grid)
     X = grid[inside]
     A = master.margin_rows(leaf_values(list(original.trees), X), original.predict_index(X))
-    T = original.n_trees
-    if master.solve_on_support(A, T, np.zeros(0, np.int64)) is not None:
-        return 0  # one class in the region: the offsets alone meet it
-    for k in range(1, T + 1):
-        for S in itertools.combinations(range(T), k):
-            if master.max_margin_on_support(A, T, np.array(S)) is not None:
-                return k
-    raise AssertionError("the original itself does not meet its region")
+    return _min_support_brute(A, original.n_trees)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 5, 6, 7])
