@@ -92,6 +92,11 @@ class MasterSolution:
     status: str
 
 
+class NoIncumbent(RuntimeError):
+    """A big-M L0 MILP stopped without any solution (time limit before a first
+    incumbent, or infeasible because a row needs a weight above the big-M)."""
+
+
 def solve_l1(A: np.ndarray, n_learners: int, *, threads: int = 1, seed: int = 0) -> MasterSolution:
     """Problem R: min sum w  s.t.  A [w; beta] >= 1,  w >= 0, beta free (a cold solve)."""
     return L1Master(threads=threads, seed=seed).solve(A, n_learners)
@@ -349,7 +354,7 @@ def solve_l0(
     st = h.getModelStatus()
     sol = h.getSolution()
     if not sol.value_valid:
-        raise RuntimeError(f"L0 master found no solution: {h.modelStatusToString(st)}")
+        raise NoIncumbent(f"L0 master found no solution: {h.modelStatusToString(st)}")
     x = np.asarray(sol.col_value)
     u = x[n_cols:]
     w = np.where(u > 0.5, np.maximum(x[:T], 0.0), 0.0)
@@ -424,7 +429,7 @@ def solve_l0_gurobi(
             b.Start = np.asarray(warm[T : T + nb], float)
         m.optimize()
         if m.SolCount == 0:
-            raise RuntimeError(f"L0 master (gurobi) found no solution: status {m.Status}")
+            raise NoIncumbent(f"L0 master (gurobi) found no solution: status {m.Status}")
         uu = u.X
         return MasterSolution(
             weights=np.where(uu > 0.5, np.maximum(w.X, 0.0), 0.0),

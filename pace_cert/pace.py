@@ -526,16 +526,23 @@ class Pace:
                 return reweighted(s)  # computed already when the cover tested it
             # rows were only added since the last solve: its optimum is a lower bound
             lb = round(start.objective) if start is not None and start.optimal else 0
-            s = solver(
-                A,
-                len(learners),
-                big_m,
-                warm=w,
-                threads=1,
-                seed=self.cfg.seed,
-                time_limit=tl,
-                min_support=lb,
-            )
+            try:
+                s = solver(
+                    A,
+                    len(learners),
+                    big_m,
+                    warm=w,
+                    threads=1,
+                    seed=self.cfg.seed,
+                    time_limit=tl,
+                    min_support=lb,
+                )
+            except master.NoIncumbent as e:
+                # no incumbent by the time limit (the warm support fails the new rows),
+                # or a row needs more than the big-M: the cover has neither problem
+                self.say(f"[l0] {e}; switching to the cover")
+                state["exact"] = True
+                return solve(A)
             if not master.meets_rows(A, s):
                 # big-M trickle: u below the integrality tolerance counted as 0 while
                 # w = u * M still carried the rows; the support is not what was solved.

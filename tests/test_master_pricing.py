@@ -239,3 +239,18 @@ def test_new_highs_leaves_stdout_alone_under_threads():
         list(ex.map(lambda _: new_highs(), range(200)))
     after = os.fstat(1)
     assert (after.st_dev, after.st_ino) == (before.st_dev, before.st_ino)
+
+
+@pytest.mark.parametrize("solver", ["highs", "gurobi"])
+def test_l0_milp_without_a_solution_raises_no_incumbent(solver):
+    """A big-M below L1/T makes problem P infeasible (every feasible w sums to at least
+    the L1 optimum): the MILP must say so with NoIncumbent, not return a support."""
+    if solver == "gurobi" and not master.gurobi_available():
+        pytest.skip("gurobipy not installed")
+    ens, _dom, Xs, y0 = _setup(0)
+    learners = list(ens.trees)
+    A = master.margin_rows(leaf_values(learners, Xs), y0)
+    l1 = master.solve_l1(A, len(learners))
+    solve = master.solve_l0 if solver == "highs" else master.solve_l0_gurobi
+    with pytest.raises(master.NoIncumbent):
+        solve(A, len(learners), 0.5 * l1.objective / len(learners))

@@ -304,6 +304,33 @@ def test_l0_master_switches_to_the_cover_when_the_milp_breaks_its_rows(tmp_path,
     assert_verifies_exhaustively(tmp_path / "model.onnx", tmp_path / "out")
 
 
+@pytest.mark.parametrize("milp", ["highs", "gurobi"])
+def test_l0_master_falls_back_to_the_cover_when_the_milp_has_no_solution(milp):
+    """When the big-M MILP ends without an incumbent (here: a big-M too small for the
+    rows, so P is infeasible; in runs, a time limit hit before the first incumbent), the
+    L0 master answers with the cover instead of failing the run, and the support it
+    returns meets every row."""
+    from pace_cert import master
+    from pace_cert.pace import Pace
+
+    if milp == "gurobi" and not master.gurobi_available():
+        pytest.skip("gurobipy not installed")
+    X, y = small_problem(0, n_features=3, n_classes=2)
+    original, _ = ensemble_from_model(zoo.export_onnx(zoo.make_model("rf", 8, 2, 0).fit(X, y), 3))
+    said: list[str] = []
+    p = Pace(original, X, CompressConfig(mode="prune", milp=milp), progress=said.append)
+    p.best = None
+    learners = list(original.trees)
+    A = p.matrix(learners)
+    l1 = master.solve_l1(A, len(learners))
+    tiny = 0.05 * l1.objective / len(learners)  # big-M = kappa * tiny = L1 / (2 T)
+    solve, _last = p._l0_master(learners, tiny, None)
+    sol = solve(A)
+    assert any("found no solution" in m and "switching to the cover" in m for m in said), said
+    assert master.meets_rows(A, sol)
+    assert 0 < sol.objective <= len(learners)
+
+
 def test_faithful_loop_stops_when_the_master_repeats_refuted_samples():
     """A master whose weights the oracle keeps refuting with samples it already has
     (its solver met those rows only within tolerance) must not cycle until the round
