@@ -1,17 +1,20 @@
 """CP-SAT settings of the separation oracle, side by side on the same candidates.
 
 For each case (dataset, RF n_estimators x depth, eta, delta; prepared as in
-``harness.py``, seed 0) the L1 loop is run once on the original trees to get a
-certified candidate (every pair INFEASIBLE: the proofs the loop ends on), plus two
-random subsets of n/4 original trees (mostly FEASIBLE pairs: the loop's other rounds).
-Then every variant separates the same candidates, one after the other in one process:
+``harness.py``, seed 0) the candidates are: the L1 loop's first candidate (weights
+fitted to the training rows only: its first CP-SAT round, mostly FEASIBLE near the
+decision boundary), the certified candidate the loop ends on (every pair INFEASIBLE:
+its last round; left out if the loop does not certify within ``--l1-limit``), and two
+random subsets of n/4 original trees (mostly FEASIBLE). Then every variant separates
+the same candidates, one after the other in one process:
 
-- ``default``: ``oracle.CPSAT_PARAMS`` as shipped;
+- ``default``: ``oracle.CPSAT_PARAMS`` and the pair schedule as shipped;
 - each ``--variant KEY=VALUE[;KEY=VALUE]``: the shipped settings with these changed.
 
-Hints (``SeparationOracle.use_hints``) are on unless a variant says ``hints=False``.
-T is the wall time of ``separate`` with ``--threads`` (pairs in parallel); the status
-string has one letter per pair (I: INFEASIBLE, F: FEASIBLE, U: UNKNOWN).
+Hints (``SeparationOracle.use_hints``) are on unless a variant says ``hints=False``;
+``schedule=race|parallel|sequential`` sets ``SeparationOracle.schedule`` (shipped:
+``race``). T is the wall time of ``separate`` with ``--threads``; the status string
+has one letter per pair (I: INFEASIBLE, F: FEASIBLE, U: UNKNOWN).
 
     python benchmarks/cpsat_params.py --variant use_sat_inprocessing=True \\
         --variant 'use_sat_inprocessing=True;hints=False' --out benchmarks/results/cpsat_params.md
@@ -41,6 +44,7 @@ CASES = [
     ("diabetes", 50, 2, 0.1, 0.1),
     ("cancer", 25, 2, 0.1, 0.1),
     ("spambase", 25, 2, 0.1, 0.1),
+    ("spambase", 50, 2, 0.1, 0.1),
     ("compas", 25, 2, 0.1, 0.1),
     ("fico", 25, 2, 0.1, 0.1),
     ("compas", 50, 5, 0.0, 0.0),
@@ -48,12 +52,16 @@ CASES = [
 ]
 
 
-def parse_variant(spec: str) -> tuple[dict[str, object], bool]:
-    """``KEY=VALUE;...`` -> (CP-SAT parameter overrides, hints on)."""
+def parse_variant(spec: str) -> tuple[dict[str, object], bool, str]:
+    """``KEY=VALUE;...`` -> (CP-SAT parameter overrides, hints on, pair schedule)."""
     params: dict[str, object] = {}
     hints = True
+    schedule = "race"
     for kv in filter(None, spec.split(";")):
         key, value = kv.split("=", 1)
+        if key == "schedule":
+            schedule = value
+            continue
         parsed: object = {"True": True, "False": False}.get(value)
         if parsed is None:
             parsed = float(value) if "." in value else int(value)
@@ -61,13 +69,16 @@ def parse_variant(spec: str) -> tuple[dict[str, object], bool]:
             hints = bool(parsed)
         else:
             params[key] = parsed
-    return params, hints
+    return params, hints, schedule
 
 
 def candidates(prep: harness.Prepared, pace: Pace) -> list[tuple[str, object]]:
     ens = prep.original
-    res, _ = pace.l1_phase(list(ens.trees))
-    out = [("L1 certified", res.model)] if res.model is not None else []
+    learners = list(ens.trees)
+    first, _ = pace.candidate(pace.l1_master.solve(pace.matrix(learners), len(learners)), learners)
+    res, _ = pace.l1_phase(learners)
+    out = [("L1 first", first)]
+    out += [("L1 certified", res.model)] if res.model is not None else []
     n = ens.n_trees
     for seed in range(2):
         idx = np.random.default_rng(seed).choice(n, max(2, n // 4), replace=False)
@@ -87,6 +98,7 @@ def main() -> int:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--time-limit", type=float, default=120.0, help="seconds per separate()")
     p.add_argument("--only", default="", help="substring of 'dataset-nN-dD'")
+    p.add_argument("--l1-limit", type=float, default=300.0, help="seconds for the L1 loop per case")
     p.add_argument("--out", type=Path, default=None, help="write a Markdown table here")
     args = p.parse_args()
     shipped = dict(oracle_mod.CPSAT_PARAMS)
@@ -101,16 +113,21 @@ def main() -> int:
         if args.only not in name:
             continue
         prep = harness.prepare(harness.Config(ds, "rf", n, d, "prune", eta, delta, 0))
-        pace = Pace(prep.original, prep.X_train, CompressConfig(mode="prune", eta=eta, delta=delta))
+        pace = Pace(
+            prep.original,
+            prep.X_train,
+            CompressConfig(mode="prune", eta=eta, delta=delta, time_limit=args.l1_limit),
+        )
         oracle = pace.oracle
         for label, cand in candidates(prep, pace):
             sm = ScoreModel.from_ensemble(cand)
             cells = []
             for v in variants:
-                params, hints = parse_variant("" if v == "default" else v)
+                params, hints, schedule = parse_variant("" if v == "default" else v)
                 oracle_mod.CPSAT_PARAMS.clear()
                 oracle_mod.CPSAT_PARAMS.update({**shipped, **params})
                 oracle.use_hints = hints
+                oracle.schedule = schedule
                 t = time.perf_counter()
                 res = oracle.separate(
                     sm, required_margin(cand), threads=args.threads, time_limit=args.time_limit

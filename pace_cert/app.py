@@ -37,7 +37,7 @@ from .data import read_csv
 from .errors import InputError
 from .onnx_reader import load_onnx, read_ensemble
 from .onnx_writer import ensemble_to_onnx, write_atomic
-from .oracle import CPSAT_PARAMS
+from .oracle import CPSAT_PARAMS, MAX_ATTEMPTS
 from .pace import CompressConfig, CompressResult, Progress, compress
 from .scaling import BITS
 
@@ -204,8 +204,13 @@ def build_certificate(
         created=now_iso(),
         solvers=solver_versions(r.gurobi_used),
         cpsat=CpSatParameters(
-            num_workers_per_pair="max(1, threads // pairs)",
+            num_workers_per_pair=(
+                f"1 (up to {MAX_ATTEMPTS} attempts per pair with seeds random_seed + k)"
+                if cfg.threads > 1
+                else "1"
+            ),
             random_seed=cfg.seed,
+            schedule="race" if cfg.threads > 1 else "sequential",
             time_limit_seconds=cfg.time_limit,
             presolve=dict(CPSAT_PARAMS),
         ),

@@ -32,8 +32,13 @@ class Solvers(_Strict):
 
 
 class CpSatParameters(_Strict):
-    num_workers_per_pair: str = Field(description="threads // pairs solved at once, at least 1")
+    num_workers_per_pair: str = Field(description="CP-SAT workers per solve of a pair")
     random_seed: int
+    schedule: str | None = Field(
+        default=None,
+        description="how the threads are spread over the pairs: race (single-worker "
+        "solves, several seeds per pair, the first decisive one kept) or sequential",
+    )
     time_limit_seconds: float | None
     presolve: dict = Field(default_factory=dict, description="CP-SAT parameters set by pace-cert")
 

@@ -22,8 +22,9 @@ screen only finds separating samples; it never proves anything.
 
 from __future__ import annotations
 
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -107,6 +108,42 @@ class _Slot:
     tree: Tree
     leaves: np.ndarray
     var_index: np.ndarray  # proto index of each leaf boolean
+
+
+MAX_ATTEMPTS = 4  # racing schedule: CP-SAT runs (seeds) per pair and call at most
+ESCALATE_SECONDS = 2.0  # racing: an attempt running this long (doubling per attempt of
+# its pair) gets a twin even when every thread is busy (one extra thread at most)
+
+
+class _Race:
+    """The attempts (CP-SAT runs with different seeds) at one pair: the first that
+    decides the pair stops the others. Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._solvers: list[cp_model.CpSolver] = []
+        self.decided = False
+
+    def join(self, solver: cp_model.CpSolver) -> bool:
+        """Register a solver; False if the pair is decided already (do not start)."""
+        with self._lock:
+            if self.decided:
+                return False
+            self._solvers.append(solver)
+            return True
+
+    def decide(self) -> None:
+        with self._lock:
+            self.decided = True
+        self.stop()
+
+    def stop(self) -> None:
+        """Ask every registered solver to stop (a no-op for one not searching yet, so
+        the scheduler repeats it until the losers have returned)."""
+        with self._lock:
+            solvers = list(self._solvers)
+        for sv in solvers:
+            sv.stop_search()
 
 
 @dataclass
@@ -196,6 +233,13 @@ class SeparationOracle:
         self.stats = OracleStats()
         self._pool: tuple[np.ndarray, np.ndarray] | None = None  # (points, labels) inside
         self.use_hints = True  # CP-SAT solution hints from the pool (steer only)
+        # how separate() spreads its threads over the pairs (benchmarks/results/
+        # cpsat_params.md): "race" (one single-worker CP-SAT per pair, pairs at once; a
+        # thread left idle starts another seed on an undecided pair, the first attempt
+        # to decide it stops the others: single-worker searches for separating points
+        # have heavy-tailed times), "parallel" (pairs at once, threads // pairs workers
+        # each) or "sequential" (one pair at a time, all threads: CP-SAT's portfolio)
+        self.schedule = "race"
         self._pair_hints: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
 
     # ------------------------------------------------------------------ model building
@@ -479,10 +523,15 @@ class SeparationOracle:
         k = len(self.original.base)
         if pairs is None:
             pairs = [(a, b) for a in range(k) for b in range(k) if a != b]
-        workers = max(1, threads // max(1, len(pairs)))
+        sequential = self.schedule == "sequential"
+        workers = max(1, threads if sequential else threads // max(1, len(pairs)))
         self._pair_hints = self._hints(compressed, pairs) if self.use_hints else {}
-        args = [(y0, y, compressed, comp_slots, e_req, workers, time_limit) for y0, y in pairs]
-        if threads > 1 and len(pairs) > 1:
+        deadline = None if time_limit is None else time.perf_counter() + time_limit
+        args = [(y0, y, compressed, comp_slots, e_req, workers, deadline) for y0, y in pairs]
+        racing = type(self)._solve_pair is SeparationOracle._solve_pair  # not the subclasses
+        if self.schedule == "race" and racing and threads > 1:
+            results = self._race(pairs, compressed, comp_slots, e_req, threads, deadline)
+        elif threads > 1 and len(pairs) > 1 and not sequential:
             with ThreadPoolExecutor(max_workers=min(threads, len(pairs))) as ex:
                 results = list(ex.map(lambda a: self._solve_pair(*a), args))
         else:
@@ -490,6 +539,82 @@ class SeparationOracle:
         self.stats.solves += len(results)
         self.stats.seconds += sum(r.seconds for r in results)
         return results
+
+    def _race(
+        self,
+        pairs: list[tuple[int, int]],
+        comp: ScoreModel,
+        comp_slots: list[int],
+        e_req: float,
+        threads: int,
+        deadline: float | None,
+    ) -> list[PairResult]:
+        """The "race" schedule: ``threads`` single-worker CP-SAT runs at a time. Pairs
+        start in order with the oracle's seed; a thread with no pair left to start runs
+        another seed (seed + attempt number) on the undecided pair with the fewest
+        attempts. When every thread is busy, one more attempt may start on a pair whose
+        last attempt has run ``ESCALATE_SECONDS * 2**(attempts - 1)`` (two pairs both
+        stuck in a heavy tail leave no thread idle). A pair's result is its first
+        FEASIBLE or INFEASIBLE attempt (each a complete, checked answer); UNKNOWN only
+        when every attempt ended undecided."""
+        queue = list(pairs)
+        attempts = {pr: 0 for pr in pairs}
+        races = {pr: _Race() for pr in pairs}
+        results: dict[tuple[int, int], PairResult] = {}
+        live: dict[Future, tuple[int, int]] = {}
+
+        started: dict[tuple[int, int], float] = {}
+
+        def launch(ex: ThreadPoolExecutor) -> None:
+            while len(live) <= threads:
+                now = time.perf_counter()
+                if deadline is not None and now >= deadline:
+                    return
+                open_ = [q for q in pairs if q not in results and attempts[q] < MAX_ATTEMPTS]
+                if len(live) == threads:  # busy: only a pair stuck for a while gets a twin
+                    open_ = [
+                        q
+                        for q in open_
+                        if q in started
+                        and now - started[q] >= ESCALATE_SECONDS * 2 ** (attempts[q] - 1)
+                    ]
+                if queue and len(live) < threads:
+                    pr = queue.pop(0)
+                elif open_:
+                    pr = min(open_, key=lambda q: attempts[q])
+                else:
+                    return
+                seed = self.seed + attempts[pr]
+                attempts[pr] += 1
+                started[pr] = now
+                fut = ex.submit(
+                    self._solve_pair, *pr, comp, comp_slots, e_req, 1, deadline,
+                    race=races[pr], seed=seed,
+                )  # fmt: skip
+                live[fut] = pr
+
+        with ThreadPoolExecutor(max_workers=threads + 1) as ex:
+            launch(ex)
+            while live:
+                done, _ = wait(list(live), timeout=0.05, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    pr = live.pop(fut)
+                    r = fut.result()
+                    if pr in results:
+                        continue  # a loser, stopped
+                    if r.status in ("FEASIBLE", "INFEASIBLE"):
+                        results[pr] = r
+                        races[pr].decide()
+                    elif not any(q == pr for q in live.values()):
+                        results[pr] = r  # UNKNOWN: time limit or the nogood cap
+                        attempts[pr] = MAX_ATTEMPTS
+                for pr, race in races.items():
+                    if pr in results:
+                        race.stop()  # repeated: a loser may not have been searching yet
+                if all(pr in results for pr in pairs):
+                    continue  # wait for the stopped losers only
+                launch(ex)
+        return [results[pr] for pr in pairs]
 
     def _solve_pair(
         self,
@@ -499,7 +624,10 @@ class SeparationOracle:
         comp_slots: list[int],
         e_req: float,
         workers: int,
-        time_limit: float | None,
+        deadline: float | None,
+        *,
+        race: _Race | None = None,
+        seed: int | None = None,
     ) -> PairResult:
         t0 = time.perf_counter()
         m = self.model.clone()
@@ -522,15 +650,20 @@ class SeparationOracle:
         res.region_error_bound = region_err
         solver = cp_model.CpSolver()
         solver.parameters.num_workers = workers
-        solver.parameters.random_seed = self.seed
+        solver.parameters.random_seed = self.seed if seed is None else seed
         for key, value in CPSAT_PARAMS.items():
             setattr(solver.parameters, key, value)
+        if race is not None and not race.join(solver):
+            res.seconds = time.perf_counter() - t0
+            return res  # another attempt decided the pair already
         for _ in range(MAX_SPURIOUS + 1):
-            if time_limit is not None:
-                left = time_limit - (time.perf_counter() - t0)
+            if deadline is not None:
+                left = deadline - time.perf_counter()
                 if left <= 0:
                     break
                 solver.parameters.max_time_in_seconds = left
+            if race is not None and race.decided:
+                break
             status = solver.solve(m)
             res.conflicts += int(solver.num_conflicts)
             res.branches += int(solver.num_branches)

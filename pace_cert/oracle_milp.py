@@ -308,7 +308,7 @@ class MilpSeparationOracle(SeparationOracle):
         comp_slots: list[int],
         e_req: float,
         workers: int,
-        time_limit: float | None,
+        deadline: float | None,
     ) -> PairResult:
         """Maximise the compressed disagreement over the region; see the class contract."""
         t0 = time.perf_counter()
@@ -324,7 +324,7 @@ class MilpSeparationOracle(SeparationOracle):
         tol = REL_TOL * (1.0 + scale)
         h = self._build(lay, rows, cost, workers)
         h.setOptionValue("mip_abs_gap", tol / 4)
-        out = self._search(h, lay, y0, y, comp, comp_slots, e_req, threshold, tol, t0, time_limit)
+        out = self._search(h, lay, y0, y, comp, comp_slots, e_req, threshold, tol, deadline)
         return PairResult(
             y0,
             y,
@@ -346,15 +346,14 @@ class MilpSeparationOracle(SeparationOracle):
         e_req: float,
         threshold: float,
         tol: float,
-        t0: float,
-        time_limit: float | None,
+        deadline: float | None,
     ) -> _Outcome:
         """Solve, check the incumbent exactly, exclude non-genuine ones and re-solve."""
         out = _Outcome()
         ok = (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit)
         for _ in range(MAX_SPURIOUS + 1):
-            if time_limit is not None:
-                left = time_limit - (time.perf_counter() - t0)
+            if deadline is not None:
+                left = deadline - time.perf_counter()
                 if left <= 0:
                     break
                 h.setOptionValue("time_limit", float(max(left, 0.01)))

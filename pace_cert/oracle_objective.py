@@ -98,13 +98,13 @@ class ObjectiveSeparationOracle(SeparationOracle):
         comp_slots: list[int],
         e_req: float,
         workers: int,
-        time_limit: float | None,
+        deadline: float | None,
     ) -> PairResult:
         """The base solve loop, with the separation condition as the objective."""
         t0 = time.perf_counter()
         goal = self._local.goal = _Goal(comp_slots)
         try:
-            return super()._solve_pair(y0, y, comp, comp_slots, e_req, workers, time_limit)
+            return super()._solve_pair(y0, y, comp, comp_slots, e_req, workers, deadline)
         except _Decided as stop:
             sep = goal.sep
             assert sep is not None

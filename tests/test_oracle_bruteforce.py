@@ -27,13 +27,17 @@ from pace_cert.runtime import labels, session
 from .helpers import candidates, oracle_region, small_problem
 
 
-def _check(original, orig_onnx, cand, eta, forest, binary):
+def _check(original, orig_onnx, cand, eta, forest, binary, threads=1, schedule="parallel"):
     info = OnnxModelInfo("X", "label", "probabilities", False)
     comp_onnx = ensemble_to_onnx(cand, info).SerializeToString()
     dom, region, c_o = oracle_region(original, cand.trees, eta, forest, binary)
     oracle = SeparationOracle(dom, ScoreModel.from_ensemble(original), region)
+    oracle.schedule = schedule
     e_req = required_margin(cand)
-    results = oracle.separate(ScoreModel.from_ensemble(cand), e_req, threads=1)
+    results = oracle.separate(ScoreModel.from_ensemble(cand), e_req, threads=threads)
+    assert [(r.y0, r.y) for r in results] == [
+        (a, b) for a in range(original.n_classes) for b in range(original.n_classes) if a != b
+    ]
 
     reps = [dom.reps[i][dom.allowed(i)] for i in range(dom.n_features)]
     grid = np.array(list(itertools.product(*reps)), np.float32)
@@ -75,6 +79,55 @@ def test_oracle_matches_brute_force(kind, n_classes, eta):
             for r in _check(original, model.SerializeToString(), cand, eta, None, None):
                 statuses.add(r.status)
     assert statuses == {"INFEASIBLE", "FEASIBLE"}  # both outcomes were exercised
+
+
+@pytest.mark.parametrize("schedule", ["parallel", "sequential", "race"])
+def test_pair_schedules_match_brute_force(schedule):
+    """Every way of spreading threads over the pairs (pairs at once with a share of the
+    workers, one pair at a time with all of them, or single-worker races of several
+    seeds) gives sound answers for every pair, in order; the statuses do not depend on
+    the schedule (no time limit: each is a fact about the region)."""
+    statuses = set()
+    for seed in range(2):
+        X, y = small_problem(seed, n_features=3, n_classes=3)
+        m = zoo.make_model("rf", 6, 2, seed).fit(X, y)
+        model = zoo.export_onnx(m, 3)
+        original, _ = ensemble_from_model(model)
+        rng = np.random.default_rng(seed)
+        for cand in candidates(original, rng):
+            got = _check(original, model.SerializeToString(), cand, 0.0, None, None, 4, schedule)
+            ref = _check(original, model.SerializeToString(), cand, 0.0, None, None, 1)
+            assert [r.status for r in got] == [r.status for r in ref]
+            statuses |= {r.status for r in got}
+    assert statuses == {"INFEASIBLE", "FEASIBLE"}
+
+
+def test_race_on_one_pair_runs_several_seeds_and_keeps_the_first_answer():
+    """One pair, three threads: three attempts race; the answer is a checked one (the
+    point separates, or the proof matches brute force) and no attempt is left running."""
+    import threading
+
+    X, y = small_problem(1, n_features=3, n_classes=2)
+    m = zoo.make_model("rf", 6, 2, 1).fit(X, y)
+    model = zoo.export_onnx(m, 3)
+    original, _ = ensemble_from_model(model)
+    statuses = set()
+    for cand in candidates(original, np.random.default_rng(1)):
+        dom, region, _c_o = oracle_region(original, cand.trees, 0.0, None, None)
+        oracle = SeparationOracle(dom, ScoreModel.from_ensemble(original), region)
+        ref = _check(original, model.SerializeToString(), cand, 0.0, None, None, 1)
+        before = threading.active_count()
+        for r0 in ref:
+            got = oracle.separate(
+                ScoreModel.from_ensemble(cand), required_margin(cand), [(r0.y0, r0.y)], threads=3
+            )
+            assert [g.status for g in got] == [r0.status]
+            if got[0].status == "FEASIBLE":
+                s = cand.scores(got[0].point[None, :])[0]
+                assert s[r0.y] - s[r0.y0] >= -required_margin(cand) - 2 * got[0].error_bound
+            statuses.add(got[0].status)
+        assert threading.active_count() <= before
+    assert statuses == {"INFEASIBLE", "FEASIBLE"}
 
 
 @pytest.mark.parametrize("delta", [0.1, 0.3])
