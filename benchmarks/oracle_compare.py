@@ -156,6 +156,7 @@ def run_oracle(prep: harness.Prepared, kind: str, limit: float, threads: int) ->
         p.oracle = baseline[kind](
             p.domain, ScoreModel.from_ensemble(prep.original), p.region, seed=cfg.seed
         )
+    p.oracle.schedule = "parallel"  # like for like: the baselines cannot race seeds
     p.oracle.screen = lambda *a, **k: []  # measure the separation oracle only (no numpy screen)
     start = len(p.X)
     t0 = time.perf_counter()
