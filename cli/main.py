@@ -93,7 +93,13 @@ def compress(
         float | None,
         typer.Option(help="Seconds; the best fully certified model found so far is returned."),
     ] = None,
-    threads: Annotated[int, typer.Option(help="Threads for the separation oracle.")] = 2,
+    threads: Annotated[
+        int,
+        typer.Option(
+            help="Threads for the separation oracle: one single-worker CP-SAT search per "
+            "label pair at a time; idle threads race other seeds on undecided pairs."
+        ),
+    ] = 2,
     seed: Annotated[int, typer.Option(help="Seed for every solver and learner.")] = 0,
     bounds: Annotated[
         str, typer.Option(help="none: whole float32 line; data: training min/max box.")
@@ -205,7 +211,13 @@ def verify(
         bool,
         typer.Option(help="Second backend: enumerate every cell (small models only)."),
     ] = False,
-    threads: Annotated[int, typer.Option(help="Threads for the separation oracle.")] = 2,
+    threads: Annotated[
+        int,
+        typer.Option(
+            help="Threads for the separation oracle: one single-worker CP-SAT search per "
+            "label pair at a time; idle threads race other seeds on undecided pairs."
+        ),
+    ] = 2,
     time_limit: Annotated[float | None, typer.Option(help="Seconds for the proof.")] = None,
     as_json: JsonOpt = False,
     debug: DebugOpt = False,

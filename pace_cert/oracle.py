@@ -518,7 +518,7 @@ class SeparationOracle:
         threads: int = 1,
         time_limit: float | None = None,
     ) -> list[PairResult]:
-        """Solve every ordered pair (in parallel as ``threads`` allows)."""
+        """Solve every ordered pair with ``threads`` threads, as ``self.schedule`` says."""
         comp_slots = [self.register(t) for t in compressed.trees]
         k = len(self.original.base)
         if pairs is None:
