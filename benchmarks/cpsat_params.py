@@ -26,7 +26,6 @@ import argparse
 import dataclasses
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -143,17 +142,15 @@ def main() -> int:
     lines.append("| **total** | | " + " | ".join(f" | {totals[v]:.1f}" for v in variants) + " |")
     print(lines[-1])
     if args.out:
-        head = [
-            "# CP-SAT settings of the separation oracle",
-            "",
-            f"- command: `python benchmarks/cpsat_params.py {' '.join(sys.argv[1:])}`",
-            f"- date (UTC): {datetime.now(UTC).isoformat(timespec='seconds')}",
-            f"- shipped settings (`default`): `{shipped}`, hints on",
-            f"- threads: {args.threads}; per-call limit {args.time_limit} s",
-            "",
-            (__doc__ or "").split("\n\n")[1].replace("\n", " "),
-            "",
-        ]
+        head = harness.report_head(
+            "CP-SAT settings of the separation oracle",
+            "cpsat_params.py",
+            [
+                f"shipped settings (`default`): `{shipped}`, hints on",
+                f"threads: {args.threads}; per-call limit {args.time_limit} s",
+            ],
+            __doc__,
+        )
         args.out.write_text("\n".join(head + lines) + "\n")
     return 0
 

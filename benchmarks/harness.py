@@ -166,6 +166,22 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def report_head(title: str, script: str, facts: list[str], doc: str | None) -> list[str]:
+    """Header lines of a side-by-side results file: title, the command that made it
+    (``script`` with this process's arguments), the date, ``facts`` (one bullet each)
+    and the script docstring's second paragraph on one line."""
+    return [
+        f"# {title}",
+        "",
+        f"- command: `python benchmarks/{script} {' '.join(sys.argv[1:])}`",
+        f"- date (UTC): {_now()}",
+        *(f"- {f}" for f in facts),
+        "",
+        (doc or "").split("\n\n")[1].replace("\n", " "),
+        "",
+    ]
+
+
 # ----------------------------------------------------------------------- the pipeline
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -122,17 +121,13 @@ def main() -> int:
                 f"{'' if c['optimal'] else '*'} | {r[0]:.2f} | {r[1]:.0f}{'' if r[2] else '*'} |"
             )
     if args.out:
-        head = [
-            "# L0 master: big-M MILP (gurobipy) vs the cover on the same rows",
-            "",
-            f"- command: `python benchmarks/l0_replay.py {' '.join(sys.argv[1:])}`",
-            f"- date (UTC): {datetime.now(UTC).isoformat(timespec='seconds')}",
-            *(f"- {k}: {v}" for k, v in harness.machine_info()),
-            "",
-            (__doc__ or "").split("\n\n")[1].replace("\n", " "),
-            "S = support size; `*`: the solve hit its limit (not proved optimal).",
-            "",
-        ]
+        head = harness.report_head(
+            "L0 master: big-M MILP (gurobipy) vs the cover on the same rows",
+            "l0_replay.py",
+            [f"{k}: {v}" for k, v in harness.machine_info()],
+            __doc__,
+        )
+        head[-1:-1] = ["S = support size; `*`: the solve hit its limit (not proved optimal)."]
         args.out.write_text("\n".join(head + lines + detail) + "\n")
     return 0
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -80,16 +79,12 @@ def main() -> int:
     )
     print(lines[-1])
     if args.out:
-        head = [
-            "# Pair schedules of the separation oracle",
-            "",
-            f"- command: `python benchmarks/pair_schedule.py {' '.join(sys.argv[1:])}`",
-            f"- date (UTC): {datetime.now(UTC).isoformat(timespec='seconds')}",
-            f"- threads: {args.threads}; per-call limit {args.time_limit} s (U: UNKNOWN at it)",
-            "",
-            (__doc__ or "").split("\n\n")[1].replace("\n", " "),
-            "",
-        ]
+        head = harness.report_head(
+            "Pair schedules of the separation oracle",
+            "pair_schedule.py",
+            [f"threads: {args.threads}; per-call limit {args.time_limit} s (U: UNKNOWN at it)"],
+            __doc__,
+        )
         args.out.write_text("\n".join(head + lines) + "\n")
     return 0
 

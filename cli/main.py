@@ -28,6 +28,13 @@ app = typer.Typer(
 
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one machine-readable JSON object.")]
+ThreadsOpt = Annotated[
+    int,
+    typer.Option(
+        help="Threads for the separation oracle: one single-worker CP-SAT search per "
+        "label pair at a time; idle threads race other seeds on undecided pairs."
+    ),
+]
 
 
 def _run(fn: Callable[[], int], debug: bool) -> None:
@@ -93,13 +100,7 @@ def compress(
         float | None,
         typer.Option(help="Seconds; the best fully certified model found so far is returned."),
     ] = None,
-    threads: Annotated[
-        int,
-        typer.Option(
-            help="Threads for the separation oracle: one single-worker CP-SAT search per "
-            "label pair at a time; idle threads race other seeds on undecided pairs."
-        ),
-    ] = 2,
+    threads: ThreadsOpt = 2,
     seed: Annotated[int, typer.Option(help="Seed for every solver and learner.")] = 0,
     bounds: Annotated[
         str, typer.Option(help="none: whole float32 line; data: training min/max box.")
@@ -211,13 +212,7 @@ def verify(
         bool,
         typer.Option(help="Second backend: enumerate every cell (small models only)."),
     ] = False,
-    threads: Annotated[
-        int,
-        typer.Option(
-            help="Threads for the separation oracle: one single-worker CP-SAT search per "
-            "label pair at a time; idle threads race other seeds on undecided pairs."
-        ),
-    ] = 2,
+    threads: ThreadsOpt = 2,
     time_limit: Annotated[float | None, typer.Option(help="Seconds for the proof.")] = None,
     as_json: JsonOpt = False,
     debug: DebugOpt = False,

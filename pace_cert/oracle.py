@@ -238,7 +238,8 @@ class SeparationOracle:
         # thread left idle starts another seed on an undecided pair, the first attempt
         # to decide it stops the others: single-worker searches for separating points
         # have heavy-tailed times), "parallel" (pairs at once, threads // pairs workers
-        # each) or "sequential" (one pair at a time, all threads: CP-SAT's portfolio)
+        # each) or "sequential" (one pair at a time, all threads: CP-SAT's portfolio).
+        # Subclasses whose _solve_pair takes no race (objective, MILP) use "parallel".
         self.schedule = "race"
         self._pair_hints: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
 
@@ -528,8 +529,7 @@ class SeparationOracle:
         self._pair_hints = self._hints(compressed, pairs) if self.use_hints else {}
         deadline = None if time_limit is None else time.perf_counter() + time_limit
         args = [(y0, y, compressed, comp_slots, e_req, workers, deadline) for y0, y in pairs]
-        racing = type(self)._solve_pair is SeparationOracle._solve_pair  # not the subclasses
-        if self.schedule == "race" and racing and threads > 1:
+        if self.schedule == "race" and threads > 1:
             results = self._race(pairs, compressed, comp_slots, e_req, threads, deadline)
         elif threads > 1 and len(pairs) > 1 and not sequential:
             with ThreadPoolExecutor(max_workers=min(threads, len(pairs))) as ex:
@@ -562,8 +562,7 @@ class SeparationOracle:
         races = {pr: _Race() for pr in pairs}
         results: dict[tuple[int, int], PairResult] = {}
         live: dict[Future, tuple[int, int]] = {}
-
-        started: dict[tuple[int, int], float] = {}
+        started: dict[tuple[int, int], float] = {}  # when each pair's last attempt began
 
         def launch(ex: ThreadPoolExecutor) -> None:
             while len(live) <= threads:

@@ -152,6 +152,7 @@ class MilpSeparationOracle(SeparationOracle):
         if linking not in LINKINGS:
             raise ValueError(f"linking must be one of {LINKINGS}, not {linking!r}")
         super().__init__(domain, original, region, seed=seed)
+        self.schedule = "parallel"  # one HiGHS solve per pair: no seed races
         self.linking = linking
         sizes = np.array([max(len(c) - 1, 0) for c in self._allowed_cells], np.int64)
         self._u_start = np.r_[0, np.cumsum(sizes)].astype(np.int64)  # u[f, r] -> start[f]+r-1

@@ -85,6 +85,7 @@ class ObjectiveSeparationOracle(SeparationOracle):
         seed: int = 0,
     ) -> None:
         super().__init__(domain, original, region, seed=seed)
+        self.schedule = "parallel"  # _solve_pair keeps a per-thread goal: no races
         self._local = threading.local()  # pairs are solved in parallel worker threads
 
     def _goal(self) -> _Goal | None:
