@@ -613,7 +613,9 @@ class SeparationOracle:
                 if all(pr in results for pr in pairs):
                     continue  # wait for the stopped losers only
                 launch(ex)
-        return [results[pr] for pr in pairs]
+        # pairs the deadline stopped before a first attempt: undecided, as in the other
+        # schedules (whose attempts return UNKNOWN at once past the deadline)
+        return [results.get(pr) or PairResult(*pr, "UNKNOWN") for pr in pairs]
 
     def _solve_pair(
         self,

@@ -130,6 +130,22 @@ def test_race_on_one_pair_runs_several_seeds_and_keeps_the_first_answer():
     assert statuses == {"INFEASIBLE", "FEASIBLE"}
 
 
+@pytest.mark.parametrize("schedule", ["race", "parallel", "sequential"])
+def test_pairs_past_the_deadline_are_unknown_in_every_schedule(schedule):
+    """A deadline that passes before some pairs start leaves them UNKNOWN (never a
+    proof, never missing): seen as a crash of the race schedule on a 3-class prune."""
+    X, y = small_problem(2, n_features=3, n_classes=3)
+    original, _ = ensemble_from_model(zoo.export_onnx(zoo.make_model("rf", 4, 2, 0).fit(X, y), 3))
+    dom, region, _c_o = oracle_region(original, original.trees, 0.0, None, None)
+    oracle = SeparationOracle(dom, ScoreModel.from_ensemble(original), region)
+    oracle.schedule = schedule
+    got = oracle.separate(
+        ScoreModel.from_ensemble(original), required_margin(original), threads=2, time_limit=0.0
+    )
+    assert [(r.y0, r.y) for r in got] == [(a, b) for a in range(3) for b in range(3) if a != b]
+    assert {r.status for r in got} == {"UNKNOWN"}
+
+
 @pytest.mark.parametrize("delta", [0.1, 0.3])
 def test_oracle_with_plausibility_and_binary_domain(delta):
     from pace_cert.plausibility import fit_plausibility
