@@ -98,7 +98,7 @@ class Scaling(_Strict):
 
 
 class HistoryPoint(_Strict):
-    phase: Literal["l1", "l0", "boost"]
+    phase: Literal["l1", "l0", "boost", "refit"]
     iteration: int
     y0: Label
     y: Label
@@ -132,7 +132,7 @@ class Summary(_Strict):
     status: Literal["certified", "inconclusive"]
     mode: str
     phase: str = Field(
-        description="phase whose model was kept: l1, l0, l0-reweighted, boost, l0-enriched, "
+        description="phase whose model was kept: l1, l0, l0-reweighted, boost, l0-enriched, refit, "
         "l0-enriched-reweighted or l1-generated"
     )
     trees_before: int

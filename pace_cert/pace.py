@@ -68,6 +68,7 @@ class CompressConfig:
     l0_share: float = 0.5  # of the time left, for the L0 loop before the reweighting fallback
     reweight_rounds: int = 8  # reweighted-L1 loops after an L0 loop that did not certify
     reweight_eps: float = 0.01  # c_t = 1 / (w_t + eps * max w)
+    refit_size: int = 2  # pace: try supports of up to this many partitions, free leaves
 
 
 @dataclass
@@ -339,8 +340,12 @@ class Pace:
         solve: Callable[[np.ndarray], master.MasterSolution],
         learners: list[Tree],
         certify: bool = True,
+        make: Callable[[master.MasterSolution], tuple[Ensemble, list[int]]] | None = None,
     ) -> PhaseResult:
         """Solve, separate, add samples, repeat until every pair is proved.
+
+        ``make`` turns a master solution into the candidate to certify and the learners
+        it keeps (default: :meth:`candidate`, the weights folded into the learners).
 
         Every round first screens the candidate with numpy (every cell of a small domain,
         else a pool of points inside the region); CP-SAT runs only when the screen finds
@@ -360,7 +365,7 @@ class Pace:
             sol = solve(self.matrix(learners))
             if it == 1:
                 first.append(sol.objective)
-            cand, keep = self.candidate(sol, learners)
+            cand, keep = self.candidate(sol, learners) if make is None else make(sol)
             left = self.remaining()
             if left is not None and left <= 0:
                 return done(PhaseResult(None, [], it, False))
@@ -742,6 +747,117 @@ class Pace:
             self.say(f"[boost] no support of at most {max_size} learners on the samples")
             return PhaseResult(None, [], 0, False)
 
+    def refit_phase(self, max_size: int) -> PhaseResult:
+        """Supports of at most ``max_size`` (1 or 2) tree partitions with free leaf
+        values (``refit.py``), smallest first: single pool partitions, then pairs of
+        pool partitions, then each pool partition with partners built from the pool's
+        splits. A set is tried when its joint partition is label-pure on the samples:
+        the faithful loop on its indicator columns (max-margin LP over leaf values),
+        until certified or the LP cannot meet the samples; a refuted set leaves its
+        separating samples behind, which rule out others. Returns the first certified
+        result (uncertified if none); its trees are marked new, their leaf values
+        folded (weight 1 each); ``keep`` is empty (not a weighting of the pool)."""
+        from . import refit
+
+        k = self.original.n_classes
+        trees: list[Tree] = []  # one per distinct partition of the pool
+        seen: set[bytes] = set()
+        for t in self.learners:
+            key = t.feature.tobytes() + t.threshold.tobytes() + t.left.tobytes()
+            if key not in seen:
+                seen.add(key)
+                trees.append(t)
+        tried: set[bytes] = set()
+
+        def pending(chosen: list[Tree]) -> bool:
+            key = b"|".join(t.feature.tobytes() + t.threshold.tobytes() for t in chosen)
+            if key in tried:
+                return False
+            tried.add(key)
+            return True
+
+        def out_of_time() -> bool:
+            left = self.remaining()
+            return left is not None and left <= 0
+
+        def first_certified(sets) -> PhaseResult | None:
+            """Try sets from the generator ``sets`` (re-filtered after every refuted
+            set, as the samples grow) until one certifies or none is left."""
+            while not out_of_time():
+                chosen = next((c for c in sets() if pending(c)), None)
+                if chosen is None:
+                    return None
+                res = self._refit_loop(chosen, k)
+                if res is not None and res.certified:
+                    return res
+            return None
+
+        def pool_sets(size: int):
+            ids = refit.leaf_ids(trees, self.X)
+            for c in refit.pure_sets(ids, self.y0, k, size):
+                yield [trees[j] for j in c]
+
+        depth = max(1, self.original.max_depth)
+        for size in range(1, min(max_size, 2) + 1):
+            res = first_certified(lambda size=size: pool_sets(size))
+            if res is None and size == 2:
+                splits = refit.pool_splits(trees, self.domain.thresholds)
+                for a in trees:
+
+                    def with_partners(a: Tree = a, splits: dict = splits):
+                        ids = refit.leaf_ids([a], self.X)[0]
+                        cells = self.domain.cell_index(self.X)
+                        th = self.domain.thresholds
+                        for b in refit.partners(ids, self.y0, cells, splits, th, k, depth):
+                            yield [a, b]
+
+                    res = first_certified(with_partners)
+                    if res is not None or out_of_time():
+                        break
+            if res is not None:
+                self.say(f"[refit] certified {res.model.n_trees} learners with re-fitted leaves")
+                return res
+        return PhaseResult(None, [], 0, False)
+
+    def _refit_loop(self, chosen: list[Tree], k: int) -> PhaseResult | None:
+        """The faithful loop over the free leaf values of the partitions ``chosen``;
+        None when the max-margin LP cannot meet the samples (at once or after some)."""
+        from . import refit
+
+        ind = [x for t in chosen for x in refit.indicators(t, k)]
+        n = len(ind)
+
+        class _Refuted(Exception):
+            pass
+
+        def solve(A: np.ndarray) -> master.MasterSolution:
+            sol = master.max_margin_on_support(A, n, np.arange(n), seed=self.cfg.seed)
+            if sol is None:
+                raise _Refuted
+            return dataclasses.replace(sol, objective=float(len(chosen)))
+
+        def make(sol: master.MasterSolution) -> tuple[Ensemble, list[int]]:
+            built, kept = refit.assemble(chosen, sol.weights, k)
+            model, _ = fold(
+                built,
+                np.ones(len(built)),
+                sol.offsets,
+                self.original.classes,
+                ["new"] * len(built),
+                self.original.n_features,
+                0.0,
+            )
+            return model, kept
+
+        try:
+            res = self.faithful_loop("refit", solve, ind, make=make)
+        except _Refuted:
+            return None
+        if not res.certified or res.model is None:
+            return res
+        n_out = res.model.n_trees
+        return dataclasses.replace(res, weights=[1.0] * n_out, keep=[], offsets=None)
+
     def _warm_from_best(self) -> np.ndarray | None:
         """The smallest certified model so far as an L0 start over the current pool."""
         if self.best is None or self.best[0].offsets is None:
@@ -783,8 +899,9 @@ class Pace:
         """prune: L1 → L0 on the original trees. generate: L1 → generation (L1 support).
         pace: L1 → L0 on the original trees (kept as a fallback) → boosting for a smaller
         support (``boost.py``) → L1 generation → L0 on the enriched ensemble warm-started
-        from the smallest certified model; the smallest certified model wins, so PACE is
-        never larger than prune-only."""
+        from the smallest certified model → one or two partitions of the pool with
+        re-fitted leaves (``refit.py``, when the best is larger); the smallest certified
+        model wins, so PACE is never larger than prune-only."""
         cfg = self.cfg
         self.big_m = None
         self.pricing, self.stop = "none", "not run"
@@ -813,6 +930,10 @@ class Pace:
                 A = self.matrix(self.learners)
                 l1_value = self.l1_master.solve(A, len(self.learners)).objective
                 self.prune_phase(self.learners, l1_value, warm, "l0-enriched")
+        if pace and cfg.refit_size > 0 and self.best is not None:
+            size = self.best[0].model.n_trees
+            if size > 1:
+                self._offer(self.refit_phase(min(cfg.refit_size, size - 1)), "refit")
         return self._result()
 
     def enrich(
