@@ -759,6 +759,7 @@ class Pace:
         folded (weight 1 each); ``keep`` is empty (not a weighting of the pool)."""
         from . import refit
 
+        t0 = time.perf_counter()
         k = self.original.n_classes
         trees: list[Tree] = []  # one per distinct partition of the pool
         seen: set[bytes] = set()
@@ -817,6 +818,10 @@ class Pace:
             if res is not None:
                 self.say(f"[refit] certified {res.model.n_trees} learners with re-fitted leaves")
                 return res
+        self.say(
+            f"[refit] no certified support of at most {min(max_size, 2)} partitions "
+            f"({len(tried)} sets tried, {time.perf_counter() - t0:.1f} s)"
+        )
         return PhaseResult(None, [], 0, False)
 
     def _refit_loop(self, chosen: list[Tree], k: int) -> PhaseResult | None:
