@@ -68,7 +68,7 @@ class CompressConfig:
     l0_share: float = 0.5  # of the time left, for the L0 loop before the reweighting fallback
     reweight_rounds: int = 8  # reweighted-L1 loops after an L0 loop that did not certify
     reweight_eps: float = 0.01  # c_t = 1 / (w_t + eps * max w)
-    refit_size: int = 2  # pace: try supports of up to this many partitions, free leaves
+    refit_size: int = 3  # pace: try supports of up to this many partitions, free leaves
 
 
 @dataclass
@@ -748,26 +748,33 @@ class Pace:
             return PhaseResult(None, [], 0, False)
 
     def refit_phase(self, max_size: int) -> PhaseResult:
-        """Supports of at most ``max_size`` (1 or 2) tree partitions with free leaf
-        values (``refit.py``), smallest first: single pool partitions, then pairs of
-        pool partitions, then each pool partition with partners built from the pool's
-        splits. A set is tried when its joint partition is label-pure on the samples:
-        the faithful loop on its indicator columns (max-margin LP over leaf values),
-        until certified or the LP cannot meet the samples; a refuted set leaves its
-        separating samples behind, which rule out others. Returns the first certified
-        result (uncertified if none); its trees are marked new, their leaf values
-        folded (weight 1 each); ``keep`` is empty (not a weighting of the pool)."""
+        """Supports of at most ``max_size`` (at most 3) tree partitions with free leaf
+        values (``refit.py``), smallest size first. Size 1 and 2: sets of pool
+        partitions; size 2 also each partition with partners; size 3 pairs of the best
+        model's partitions, then one of them with any pool partition, each pair with
+        partners. Partitions of the best certified model come first, partners are
+        built from the pool's splits. A set is tried when its joint partition is
+        label-pure on the samples: the faithful loop on its indicator columns
+        (max-margin LP over leaf values), until certified or the LP cannot meet the
+        samples; a refuted set leaves its separating samples behind, which rule out
+        others. Returns the first certified result (uncertified if none); its trees are
+        marked new, their leaf values folded (weight 1 each); ``keep`` is empty (not a
+        weighting of the pool)."""
         from . import refit
 
         t0 = time.perf_counter()
         k = self.original.n_classes
-        trees: list[Tree] = []  # one per distinct partition of the pool
+        best = list(self.best[0].model.trees) if self.best is not None else []
+        trees: list[Tree] = []  # one per distinct partition: the best model's, then the pool's
         seen: set[bytes] = set()
-        for t in self.learners:
+        for t in [*best, *self.learners]:
             key = t.feature.tobytes() + t.threshold.tobytes() + t.left.tobytes()
             if key not in seen:
                 seen.add(key)
                 trees.append(t)
+        n_best = len({t.feature.tobytes() + t.threshold.tobytes() + t.left.tobytes() for t in best})
+        splits = refit.pool_splits(trees, self.domain.thresholds)
+        depth = max(1, self.original.max_depth)
         tried: set[bytes] = set()
 
         def pending(chosen: list[Tree]) -> bool:
@@ -782,8 +789,8 @@ class Pace:
             return left is not None and left <= 0
 
         def first_certified(sets) -> PhaseResult | None:
-            """Try sets from the generator ``sets`` (re-filtered after every refuted
-            set, as the samples grow) until one certifies or none is left."""
+            """Try sets from the generator ``sets()`` (re-run after every refuted set,
+            as the samples grow) until one certifies or none is left."""
             while not out_of_time():
                 chosen = next((c for c in sets() if pending(c)), None)
                 if chosen is None:
@@ -798,28 +805,41 @@ class Pace:
             for c in refit.pure_sets(ids, self.y0, k, size):
                 yield [trees[j] for j in c]
 
-        depth = max(1, self.original.max_depth)
-        for size in range(1, min(max_size, 2) + 1):
-            res = first_certified(lambda size=size: pool_sets(size))
-            if res is None and size == 2:
-                splits = refit.pool_splits(trees, self.domain.thresholds)
-                for a in trees:
+        def with_partners(base: list[Tree]):
+            ids = refit.leaf_ids(base, self.X)
+            joint = np.unique(ids.T, axis=0, return_inverse=True)[1].ravel()
+            cells = self.domain.cell_index(self.X)
+            th = self.domain.thresholds
+            for c in refit.partners(joint, self.y0, cells, splits, th, k, depth):
+                yield [*base, c]
 
-                    def with_partners(a: Tree = a, splits: dict = splits):
-                        ids = refit.leaf_ids([a], self.X)[0]
-                        cells = self.domain.cell_index(self.X)
-                        th = self.domain.thresholds
-                        for b in refit.partners(ids, self.y0, cells, splits, th, k, depth):
-                            yield [a, b]
+        def bases(size: int):
+            if size == 2:
+                yield from ([a] for a in trees)
+            else:
+                yield from (
+                    [trees[i], trees[j]] for i in range(n_best) for j in range(i + 1, n_best)
+                )
+                yield from (
+                    [trees[i], trees[j]] for i in range(n_best) for j in range(n_best, len(trees))
+                )
 
-                    res = first_certified(with_partners)
+        res = None
+        for size in range(1, min(max_size, 3) + 1):
+            if size <= 2:
+                res = first_certified(lambda size=size: pool_sets(size))
+            if res is None and size >= 2:
+                for base in bases(size):
+                    res = first_certified(lambda base=base: with_partners(base))
                     if res is not None or out_of_time():
                         break
             if res is not None:
                 self.say(f"[refit] certified {res.model.n_trees} learners with re-fitted leaves")
                 return res
+            if out_of_time():
+                break
         self.say(
-            f"[refit] no certified support of at most {min(max_size, 2)} partitions "
+            f"[refit] no certified support of at most {min(max_size, 3)} partitions "
             f"({len(tried)} sets tried, {time.perf_counter() - t0:.1f} s)"
         )
         return PhaseResult(None, [], 0, False)
