@@ -924,7 +924,7 @@ class Pace:
         """prune: L1 → L0 on the original trees. generate: L1 → generation (L1 support).
         pace: L1 → L0 on the original trees (kept as a fallback) → boosting for a smaller
         support (``boost.py``) → L1 generation → L0 on the enriched ensemble warm-started
-        from the smallest certified model → one or two partitions of the pool with
+        from the smallest certified model → one to three tree partitions with
         re-fitted leaves (``refit.py``, when the best is larger); the smallest certified
         model wins, so PACE is never larger than prune-only."""
         cfg = self.cfg
