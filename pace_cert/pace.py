@@ -838,8 +838,9 @@ class Pace:
                 return res
             if out_of_time():
                 break
+        m = min(max_size, 3)
         self.say(
-            f"[refit] no certified support of at most {min(max_size, 3)} partitions "
+            f"[refit] no certified support of at most {m} partition{'s' if m > 1 else ''} "
             f"({len(tried)} sets tried, {time.perf_counter() - t0:.1f} s)"
         )
         return PhaseResult(None, [], 0, False)
