@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import master
+from . import master, refit
 from .domain import FeatureDomain, build_domain, infer_binary, infer_integer
 from .ensemble import Ensemble, Tree, float32_sum_guard
 from .l0_cover import L0Cover
@@ -760,25 +760,22 @@ class Pace:
         others. Returns the first certified result (uncertified if none); its trees are
         marked new, their leaf values folded (weight 1 each); ``keep`` is empty (not a
         weighting of the pool)."""
-        from . import refit
-
         t0 = time.perf_counter()
         k = self.original.n_classes
         best = list(self.best[0].model.trees) if self.best is not None else []
         trees: list[Tree] = []  # one per distinct partition: the best model's, then the pool's
         seen: set[bytes] = set()
         for t in [*best, *self.learners]:
-            key = t.feature.tobytes() + t.threshold.tobytes() + t.left.tobytes()
-            if key not in seen:
-                seen.add(key)
+            if refit.partition_key(t) not in seen:
+                seen.add(refit.partition_key(t))
                 trees.append(t)
-        n_best = len({t.feature.tobytes() + t.threshold.tobytes() + t.left.tobytes() for t in best})
+        n_best = len({refit.partition_key(t) for t in best})
         splits = refit.pool_splits(trees, self.domain.thresholds)
         depth = max(1, self.original.max_depth)
         tried: set[bytes] = set()
 
         def pending(chosen: list[Tree]) -> bool:
-            key = b"|".join(t.feature.tobytes() + t.threshold.tobytes() for t in chosen)
+            key = b"|".join(refit.partition_key(t) for t in chosen)
             if key in tried:
                 return False
             tried.add(key)
@@ -848,8 +845,6 @@ class Pace:
     def _refit_loop(self, chosen: list[Tree], k: int) -> PhaseResult | None:
         """The faithful loop over the free leaf values of the partitions ``chosen``;
         None when the max-margin LP cannot meet the samples (at once or after some)."""
-        from . import refit
-
         ind = [x for t in chosen for x in refit.indicators(t, k)]
         n = len(ind)
 

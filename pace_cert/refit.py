@@ -24,6 +24,11 @@ import numpy as np
 from .ensemble import LEAF, Tree
 
 
+def partition_key(tree: Tree) -> bytes:
+    """Identifies a tree's partition (structure and thresholds, not its leaf values)."""
+    return tree.feature.tobytes() + tree.threshold.tobytes() + tree.left.tobytes()
+
+
 def leaf_ids(learners: list[Tree], X: np.ndarray) -> np.ndarray:
     """ids[t, i] = rank of the leaf of learner t holding sample X[i] (0 .. leaves-1)."""
     out = np.zeros((len(learners), len(X)), np.int64)
