@@ -204,13 +204,13 @@ def build_certificate(
         created=now_iso(),
         solvers=solver_versions(r.gurobi_used),
         cpsat=CpSatParameters(
-            num_workers_per_pair=(
-                f"1 (up to {MAX_ATTEMPTS} attempts per pair with seeds random_seed + k)"
-                if cfg.threads > 1
-                else "1"
-            ),
+            num_workers_per_pair={
+                "race": f"1 (up to {MAX_ATTEMPTS} attempts per pair with seeds random_seed + k)",
+                "parallel": "max(1, threads // pairs)",
+                "sequential": str(cfg.threads),
+            }[r.schedule],
             random_seed=cfg.seed,
-            schedule="race" if cfg.threads > 1 else "sequential",
+            schedule=r.schedule,
             time_limit_seconds=cfg.time_limit,
             presolve=dict(CPSAT_PARAMS),
         ),

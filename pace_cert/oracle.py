@@ -524,14 +524,14 @@ class SeparationOracle:
         k = len(self.original.base)
         if pairs is None:
             pairs = [(a, b) for a in range(k) for b in range(k) if a != b]
-        sequential = self.schedule == "sequential"
-        workers = max(1, threads if sequential else threads // max(1, len(pairs)))
+        schedule = self.schedule_for(threads, len(pairs))
+        workers = max(1, threads if schedule == "sequential" else threads // max(1, len(pairs)))
         self._pair_hints = self._hints(compressed, pairs) if self.use_hints else {}
         deadline = None if time_limit is None else time.perf_counter() + time_limit
         args = [(y0, y, compressed, comp_slots, e_req, workers, deadline) for y0, y in pairs]
-        if self.schedule == "race" and threads > 1:
+        if schedule == "race":
             results = self._race(pairs, compressed, comp_slots, e_req, threads, deadline)
-        elif threads > 1 and len(pairs) > 1 and not sequential:
+        elif schedule == "parallel":
             with ThreadPoolExecutor(max_workers=min(threads, len(pairs))) as ex:
                 results = list(ex.map(lambda a: self._solve_pair(*a), args))
         else:
@@ -539,6 +539,16 @@ class SeparationOracle:
         self.stats.solves += len(results)
         self.stats.seconds += sum(r.seconds for r in results)
         return results
+
+    def schedule_for(self, threads: int, n_pairs: int) -> str:
+        """The schedule :meth:`separate` runs with ``threads`` threads on ``n_pairs``
+        pairs: ``self.schedule``, except that one thread always solves the pairs one at
+        a time, and "parallel" does too with a single pair."""
+        if threads > 1 and self.schedule == "race":
+            return "race"
+        if threads > 1 and n_pairs > 1 and self.schedule == "parallel":
+            return "parallel"
+        return "sequential"
 
     def _race(
         self,

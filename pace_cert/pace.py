@@ -121,6 +121,7 @@ class CompressResult:
     weights: list[float] = field(default_factory=list)
     phase: str = ""
     gurobi_used: bool = False
+    schedule: str = "sequential"  # how the oracle spread its threads over the label pairs
 
 
 # ---------------------------------------------------------------------- pure helpers
@@ -822,7 +823,8 @@ class Pace:
                 )
 
         res = None
-        for size in range(1, min(max_size, 3) + 1):
+        top = min(max_size, 3)
+        for size in range(1, top + 1):
             if size <= 2:
                 res = first_certified(lambda size=size: pool_sets(size))
             if res is None and size >= 2:
@@ -835,9 +837,8 @@ class Pace:
                 return res
             if out_of_time():
                 break
-        m = min(max_size, 3)
         self.say(
-            f"[refit] no certified support of at most {m} partition{'s' if m > 1 else ''} "
+            f"[refit] no certified support of at most {top} partition{'s' if top > 1 else ''} "
             f"({len(tried)} sets tried, {time.perf_counter() - t0:.1f} s)"
         )
         return PhaseResult(None, [], 0, False)
@@ -985,6 +986,7 @@ class Pace:
 
     def _result(self) -> CompressResult:
         best = self.best
+        k = self.original.n_classes
         certified = best is not None
         model = best[0].model if certified else self.original
         return CompressResult(
@@ -1012,6 +1014,7 @@ class Pace:
             weights=best[0].weights if certified else [],
             phase=best[1] if certified else "",
             gurobi_used=getattr(self, "used_gurobi", False),
+            schedule=self.oracle.schedule_for(self.cfg.threads, k * (k - 1)),
         )
 
 

@@ -19,7 +19,7 @@ from pace_cert import zoo
 from pace_cert.domain import infer_binary
 from pace_cert.onnx_reader import OnnxModelInfo, ensemble_from_model
 from pace_cert.onnx_writer import ensemble_to_onnx
-from pace_cert.oracle import ScoreModel, SeparationOracle
+from pace_cert.oracle import PairResult, ScoreModel, SeparationOracle
 from pace_cert.pace import required_margin
 from pace_cert.region import region_mask
 from pace_cert.runtime import labels, session
@@ -144,6 +144,62 @@ def test_pairs_past_the_deadline_are_unknown_in_every_schedule(schedule):
     )
     assert [(r.y0, r.y) for r in got] == [(a, b) for a in range(3) for b in range(3) if a != b]
     assert {r.status for r in got} == {"UNKNOWN"}
+
+
+def test_schedule_for_names_the_schedule_separate_runs(monkeypatch):
+    """``schedule_for`` (what the certificate states) against the path ``separate``
+    takes, spied on, for every schedule, thread count and number of pairs."""
+    X, y = small_problem(2, n_features=3, n_classes=3)
+    original, _ = ensemble_from_model(zoo.export_onnx(zoo.make_model("rf", 4, 2, 0).fit(X, y), 3))
+    dom, region, _c_o = oracle_region(original, original.trees, 0.0, None, None)
+    oracle = SeparationOracle(dom, ScoreModel.from_ensemble(original), region)
+    seen: list[tuple[str, int]] = []
+    monkeypatch.setattr(oracle, "_race", lambda pairs, *a: seen.append(("race", 1)) or [])
+
+    def solve(*a, **kw):
+        seen.append(("solve", a[5]))
+        return PairResult(a[0], a[1], "UNKNOWN")
+
+    monkeypatch.setattr(oracle, "_solve_pair", solve)
+    import pace_cert.oracle as mod
+
+    class Spy(mod.ThreadPoolExecutor):
+        def __init__(self, *a, **kw):
+            seen.append(("pool", 0))
+            super().__init__(*a, **kw)
+
+    monkeypatch.setattr(mod, "ThreadPoolExecutor", Spy)
+    sm = ScoreModel.from_ensemble(original)
+    for schedule in ("race", "parallel", "sequential"):
+        oracle.schedule = schedule
+        for threads in (1, 2, 3):
+            for pairs in ([(0, 1)], [(0, 1), (1, 0), (2, 0)]):
+                seen.clear()
+                oracle.separate(sm, 0.0, pairs, threads=threads)
+                name = oracle.schedule_for(threads, len(pairs))
+                if name == "race":
+                    assert seen == [("race", 1)]
+                elif name == "parallel":
+                    assert seen[0] == ("pool", 0) and len(seen) == 1 + len(pairs)
+                else:  # one pair after the other, all threads for each
+                    assert seen == [("solve", threads)] * len(pairs)
+
+
+def test_certificate_states_the_schedule_that_ran(tmp_path):
+    """The certificate's cpsat.schedule comes from the oracle's own rule."""
+    from pace_cert.app import run_compress
+    from pace_cert.pace import CompressConfig
+
+    X, y = small_problem(2, n_features=3, n_classes=3)
+    (tmp_path / "m.onnx").write_bytes(
+        zoo.export_onnx(zoo.make_model("rf", 4, 2, 0).fit(X, y), 3).SerializeToString()
+    )
+    zoo.write_csv(tmp_path / "t.csv", X, y, ["f0", "f1", "f2"])
+    for threads, want in ((1, "sequential"), (2, "race")):
+        cfg = CompressConfig(mode="prune", threads=threads)
+        res = run_compress(tmp_path / "m.onnx", tmp_path / "t.csv", tmp_path / f"o{threads}", cfg)
+        assert res.exit_code == 0
+        assert res.certificate.cpsat.schedule == want
 
 
 @pytest.mark.parametrize("delta", [0.1, 0.3])

@@ -51,6 +51,26 @@ def assert_verifies_exhaustively(model, out) -> None:
     assert rep.status == "verified", rep.message
 
 
+def prune_and_pace(tmp_path, dataset: str, n: int, eta: float, delta: float) -> dict:
+    """The harness's seed-0 RF n x depth 2 on ``dataset`` (binned, 80 % split) written
+    to ``tmp_path``; prune and pace through the CLI's use case (300 s cap), each exiting
+    0 and verifying on every cell. Returns the certificate per mode."""
+    X, y, names = zoo.load_dataset(dataset)
+    X_train, _, y_train, _ = zoo.split(zoo.bin_features(X), y, 0)
+    model = zoo.make_model("rf", n, 2, 0).fit(X_train, y_train)
+    (tmp_path / "model.onnx").write_bytes(zoo.export_onnx(model, X.shape[1]).SerializeToString())
+    zoo.write_csv(tmp_path / "train.csv", X_train, y_train, names)
+    certs = {}
+    for mode in ("prune", "pace"):
+        out = tmp_path / mode
+        cfg = CompressConfig(mode=mode, eta=eta, delta=delta, time_limit=300, seed=0)
+        res = run_compress(tmp_path / "model.onnx", tmp_path / "train.csv", out, cfg)
+        assert res.exit_code == 0
+        certs[mode] = res.certificate
+        assert_verifies_exhaustively(tmp_path / "model.onnx", out)
+    return certs
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     out = {}
@@ -258,20 +278,8 @@ def test_pace_beats_prune_with_generated_trees_on_compas(tmp_path):
     generated trees. Both verify on every cell (12 binary features: 4096 cells). Before
     the big-M fix the enriched L0 loop cycled on MILP solutions that broke their own
     rows (u below the integrality tolerance, w = u * M) and PACE returned prune's 7."""
-    X, y, names = zoo.load_dataset("compas")
-    X_train, _, y_train, _ = zoo.split(zoo.bin_features(X), y, 0)
-    model = zoo.make_model("rf", 100, 2, 0).fit(X_train, y_train)
-    (tmp_path / "model.onnx").write_bytes(zoo.export_onnx(model, X.shape[1]).SerializeToString())
-    zoo.write_csv(tmp_path / "train.csv", X_train, y_train, names)
-    sizes = {}
-    for mode in ("prune", "pace"):
-        out = tmp_path / mode
-        cfg = CompressConfig(mode=mode, eta=0.0, delta=0.2, time_limit=300, seed=0)
-        res = run_compress(tmp_path / "model.onnx", tmp_path / "train.csv", out, cfg)
-        assert res.exit_code == 0
-        cert = res.certificate
-        sizes[mode] = (cert.summary.trees_after, cert.summary.new_learner_share)
-        assert_verifies_exhaustively(tmp_path / "model.onnx", out)
+    certs = prune_and_pace(tmp_path, "compas", 100, eta=0.0, delta=0.2)
+    sizes = {m: (c.summary.trees_after, c.summary.new_learner_share) for m, c in certs.items()}
     assert sizes["pace"][0] < sizes["prune"][0], sizes
     assert sizes["pace"][1] > 0, sizes
 

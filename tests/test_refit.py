@@ -10,12 +10,10 @@ import itertools
 import numpy as np
 import pytest
 
-from pace_cert import refit, zoo
-from pace_cert.app import run_compress
+from pace_cert import refit
 from pace_cert.ensemble import LEAF, Tree
-from pace_cert.pace import CompressConfig
 
-from .test_pace import assert_verifies_exhaustively
+from .test_pace import prune_and_pace
 
 
 def _pure(ids_rows: list[np.ndarray], y: np.ndarray) -> bool:
@@ -120,19 +118,7 @@ def _refit_beats_prune(tmp_path, dataset: str, n: int) -> None:
     """RF n x depth 2 (harness seed 0, 80 % split), eta = delta = 0.1: PACE's kept
     model comes from the refit phase, is smaller than prune-only's, has only new trees,
     and both verify on every cell with onnxruntime."""
-    X, y, names = zoo.load_dataset(dataset)
-    X_train, _, y_train, _ = zoo.split(zoo.bin_features(X), y, 0)
-    model = zoo.make_model("rf", n, 2, 0).fit(X_train, y_train)
-    (tmp_path / "model.onnx").write_bytes(zoo.export_onnx(model, X.shape[1]).SerializeToString())
-    zoo.write_csv(tmp_path / "train.csv", X_train, y_train, names)
-    certs = {}
-    for mode in ("prune", "pace"):
-        out = tmp_path / mode
-        cfg = CompressConfig(mode=mode, eta=0.1, delta=0.1, time_limit=300, seed=0)
-        res = run_compress(tmp_path / "model.onnx", tmp_path / "train.csv", out, cfg)
-        assert res.exit_code == 0
-        certs[mode] = res.certificate
-        assert_verifies_exhaustively(tmp_path / "model.onnx", out)
+    certs = prune_and_pace(tmp_path, dataset, n, eta=0.1, delta=0.1)
     assert certs["pace"].summary.trees_after < certs["prune"].summary.trees_after
     assert certs["pace"].summary.phase == "refit"
     assert all(lr.origin == "new" for lr in certs["pace"].learners)
