@@ -61,6 +61,10 @@ def ensemble_to_onnx(ens: Ensemble, info: OnnxModelInfo) -> onnx.ModelProto:
         nodes["nodes_modes"].append("LEAF")
         nodes["nodes_truenodeids"].append(0)
         nodes["nodes_falsenodeids"].append(0)
+        targets["target_treeids"] += [0] * k  # explicit zeros: onnx cannot type empty lists
+        targets["target_nodeids"] += [0] * k
+        targets["target_ids"] += list(range(k))
+        targets["target_weights"] += [0.0] * k
     for tid, t in enumerate(trees):
         leaf = t.left == LEAF
         if not _is_f32(t.value[leaf]):

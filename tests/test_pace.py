@@ -391,3 +391,20 @@ def test_clears_own_rows_rejects_weights_that_meet_the_rows_in_float64_only():
     huge = master.MasterSolution(w, sol.offsets, sol.objective, None, True, "test")
     assert np.all(A @ np.r_[huge.weights, huge.offsets[1:]] >= 1 - 1e-6)  # float64: fine
     assert not p.clears_own_rows(huge, learners)
+
+
+def test_constant_model_is_written_and_verifies(tmp_path):
+    """RF5 on data where the forest predicts one class everywhere: the certified model
+    has no tree (the offsets decide), the ONNX carries one zero leaf per class (adds 0
+    exactly), and it verifies on every cell. Writing it used to fail in onnx (empty
+    target lists cannot be typed)."""
+    X, y = small_problem(1, n_features=3, n_rows=100)
+    model = zoo.make_model("rf", 5, 2, 0).fit(X, y)
+    (tmp_path / "model.onnx").write_bytes(zoo.export_onnx(model, 3).SerializeToString())
+    zoo.write_csv(tmp_path / "train.csv", X, y, ["f0", "f1", "f2"])
+    out = tmp_path / "out"
+    cfg = CompressConfig(mode="prune", threads=1)
+    res = run_compress(tmp_path / "model.onnx", tmp_path / "train.csv", out, cfg)
+    assert res.exit_code == 0
+    assert res.certificate.summary.trees_after == 0
+    assert_verifies_exhaustively(tmp_path / "model.onnx", out)
