@@ -76,6 +76,7 @@ class OracleRun:
 
     status: str = "not run"  # faithful | time-limit | max-rounds | inconclusive | not run
     seconds: float = 0.0  # wall time of l1_phase
+    cpu_seconds: float = 0.0  # process CPU time of l1_phase (all threads): robust to load
     time_limit: float = 0.0
     rounds: int = 0  # master solves = separation calls (one per round, all pairs)
     pair_solves: int = 0  # CP-SAT separation problems (label pairs over all rounds)
@@ -159,10 +160,11 @@ def run_oracle(prep: harness.Prepared, kind: str, limit: float, threads: int) ->
     p.oracle.schedule = "parallel"  # like for like: the baselines cannot race seeds
     p.oracle.screen = lambda *a, **k: []  # measure the separation oracle only (no numpy screen)
     start = len(p.X)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     p.deadline = t0 + limit  # the clock starts here, not at Pace construction
     res, _ = p.l1_phase(p.learners)
     seconds = time.perf_counter() - t0
+    cpu = time.process_time() - c0
     if res.certified:
         status = "faithful"
     elif seconds >= limit or (p.remaining() or 0.0) <= 0:
@@ -174,6 +176,7 @@ def run_oracle(prep: harness.Prepared, kind: str, limit: float, threads: int) ->
     return OracleRun(
         status=status,
         seconds=seconds,
+        cpu_seconds=cpu,
         time_limit=limit,
         rounds=res.rounds,
         pair_solves=p.oracle.stats.solves,
@@ -186,14 +189,20 @@ def run_oracle(prep: harness.Prepared, kind: str, limit: float, threads: int) ->
 
 
 def run_case(
-    case: Case, limit: float, threads: int, budget_end: float | None, weight_left: float
+    case: Case,
+    limit: float,
+    threads: int,
+    budget_end: float | None,
+    weight_left: float,
+    oracles: Sequence[str] = ORACLES,
 ) -> None:
-    """Prepare the model and run every oracle (constraint first) on it."""
+    """Prepare the model and run the ``oracles`` (in ``ORACLES`` order, so the
+    constraint-based one first) on it."""
     cfg = harness.Config(case.dataset, "rf", case.n_estimators, case.depth, "prune", 0, 0, 0)
     prep = harness.prepare(cfg)
     case.n_features = prep.original.n_features
     case.n_classes = prep.original.n_classes
-    for kind in ORACLES:
+    for kind in (k for k in ORACLES if k in oracles):
         this = limit
         if budget_end is not None:  # this run's weighted share of what is left
             share = (budget_end - time.perf_counter()) * BUDGET_WEIGHT[kind] / weight_left
@@ -202,7 +211,8 @@ def run_case(
         case.runs[kind] = r = run_oracle(prep, kind, this, threads)
         case.initial_samples = r.start_samples
         print(
-            f"{case.key} {kind:>10}: {r.status} in {r.seconds:.1f} s (limit {this:.0f} s), "
+            f"{case.key} {kind:>10}: {r.status} in {r.seconds:.1f} s "
+            f"(CPU {r.cpu_seconds:.1f} s, limit {this:.0f} s), "
             f"{r.rounds} rounds, {r.pair_solves} pair solves, {r.samples} samples",
             flush=True,
         )
@@ -242,6 +252,7 @@ def render_md(cases: Sequence[Case], command: str, started: str, args: argparse.
         return [
             run.status,
             f"{run.seconds:.1f}",
+            f"{run.cpu_seconds:.1f}",
             str(run.rounds),
             str(run.pair_solves),
             str(run.samples),
@@ -249,7 +260,7 @@ def render_md(cases: Sequence[Case], command: str, started: str, args: argparse.
 
     header = ["case", "feat.", "cls", "X^o"]
     for name in ORACLES:
-        header += [f"{LABEL[name]} status", "T (s)", "rounds", "pair solves", "samples"]
+        header += [f"{LABEL[name]} status", "T (s)", "CPU (s)", "rounds", "pair solves", "samples"]
     header += [f"T {LABEL[name]} / T cons" for name in BASELINES]
     rows = [
         [c.key, str(c.n_features), str(c.n_classes), str(c.initial_samples)]
@@ -293,7 +304,9 @@ def render_md(cases: Sequence[Case], command: str, started: str, args: argparse.
         "MILP (binary order variables per feature, leaf variables per tree, the same "
         "region, maximise S'_y - S'_y0 to optimality; FIPE solved a MILP). Every point "
         "any oracle returns is re-checked exactly. Enumeration pre-search off in all. T = "
-        "wall seconds of the L1 loop (master LP included, identical in all); rounds = "
+        "wall seconds of the L1 loop (master LP included, identical in all); CPU = its "
+        "process CPU seconds over all threads (less sensitive to other load on the "
+        "machine); rounds = "
         "separation calls (one master solve each); pair solves = separation problems "
         "(label pairs over all rounds); samples = separating samples added; X^o = distinct "
         "training cells the loop starts from.",
@@ -334,11 +347,21 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--threads", type=int, default=2, help="solver threads (default 2)")
     ap.add_argument("--only", default=None, help="regex on case keys, e.g. 'compas-n50'")
     ap.add_argument(
+        "--oracles",
+        default=",".join(ORACLES),
+        help="comma-separated oracles to run (constraint is always run: the ratios' "
+        "denominator); e.g. constraint,milp for a long MILP-only comparison",
+    )
+    ap.add_argument(
         "--stem",
         default=None,
         help="file name stem of the results (default oracle_compare, or oracle_compare_quick)",
     )
     args = ap.parse_args(argv)
+    args.oracles = ["constraint", *(o for o in args.oracles.split(",") if o and o != "constraint")]
+    unknown = sorted(set(args.oracles) - set(ORACLES))
+    if unknown:
+        ap.error(f"unknown oracle(s) {', '.join(unknown)}; choose from {', '.join(ORACLES)}")
     if args.time_limit is None:
         args.time_limit = 150.0 if args.quick else 600.0
     if args.budget is None and args.quick:
@@ -358,8 +381,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     budget_end = None if not args.budget else time.perf_counter() + args.budget
     for i, case in enumerate(cases):
-        weight_left = (len(cases) - i) * sum(BUDGET_WEIGHT.values())
-        run_case(case, args.time_limit, args.threads, budget_end, weight_left)
+        weight_left = (len(cases) - i) * sum(BUDGET_WEIGHT[k] for k in args.oracles)
+        run_case(case, args.time_limit, args.threads, budget_end, weight_left, args.oracles)
         done = cases[: i + 1]
         harness.write_atomic(args.out / f"{stem}.csv", render_csv(done))
         harness.write_atomic(args.out / f"{stem}.md", render_md(done, command, started, args))
