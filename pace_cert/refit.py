@@ -118,24 +118,33 @@ def pool_splits(learners: list[Tree], thresholds: tuple[np.ndarray, ...]) -> dic
     return {f: np.array(sorted(js), np.int64) for f, js in sorted(cuts.items())}
 
 
-def _pure_splits(a, y, cells, splits: dict[int, np.ndarray], k: int, n_a: int):
-    """Options for one child of a partner tree on the samples it receives: ``None`` (a
-    leaf) when every leaf of A holds one label there, else the splits (f, j) of
-    ``splits`` after which every (A leaf, side) holds one label. Empty: none."""
-    seen = np.zeros((n_a, k), bool)
-    seen[a, y] = True
-    if (seen.sum(axis=1) <= 1).all():
-        return [None]
-    out = []
-    for f, js in splits.items():
-        m = len(js) + 1  # buckets between consecutive cuts
-        b = np.searchsorted(js, cells[:, f], side="left")  # cell <= js[i] <=> b <= i
-        H = np.bincount((a * m + b) * k + y, minlength=n_a * m * k).reshape(n_a, m, k)
-        below = np.cumsum(H, axis=1)[:, :-1]  # [n_a, m-1, k]: cells <= js[i]
-        above = H.sum(axis=1, keepdims=True) - below
-        ok = ((below > 0).sum(axis=2) <= 1) & ((above > 0).sum(axis=2) <= 1)
-        out += [(f, int(js[i])) for i in np.flatnonzero(ok.all(axis=0))]
-    return out
+def _child_options(a, y, buckets, roots, n_cuts, k: int, n_a: int, chunk: int = 2_000_000):
+    """For every root split r = (c, i) (feature column c of ``buckets``, cut i) and side
+    (cell <= cut, then above): (leaf_ok[2r + side], split_ok[2r + side]) where leaf_ok
+    says every leaf of A (ranks ``a``) holds one label among that side's samples, and
+    split_ok[., c', i'] says so for both parts after the split (c', i'). One histogram
+    over (root, side, feature, A leaf, bucket, label) per chunk of roots (``chunk``
+    bounds its entries and the codes' root x sample x feature entries)."""
+    n, F = buckets.shape
+    m = int(n_cuts.max()) + 1  # buckets between consecutive cuts
+    per = max(1, chunk // max(1, n * F, 2 * F * n_a * m * k))  # roots per histogram
+    leaf_ok, split_ok = [], []
+    base = (np.arange(F)[None, :] * n_a + a[:, None]) * m + buckets  # [n, F]
+    for at in range(0, len(roots), per):
+        rs = roots[at : at + per]
+        R = len(rs)
+        side = np.stack([buckets[:, c] > i for c, i in rs]).astype(np.int64)  # [R, n]
+        g = np.arange(R)[:, None] * 2 + side  # [R, n] group = root, side
+        code = ((g[:, :, None] * (F * n_a * m) + base[None, :, :]) * k) + y[None, :, None]
+        H = np.bincount(code.ravel(), minlength=2 * R * F * n_a * m * k)
+        H = H.reshape(2 * R, F, n_a, m, k)
+        counts = H[:, 0].sum(axis=2)  # [G, n_a, k]: every sample once (feature 0)
+        leaf_ok.append(((counts > 0).sum(axis=2) <= 1).all(axis=1))
+        below = np.cumsum(H, axis=3)[:, :, :, :-1]  # [G, F, n_a, m-1, k]: cells <= cut
+        above = H.sum(axis=3, keepdims=True) - below
+        ok = (((below > 0).sum(axis=4) <= 1) & ((above > 0).sum(axis=4) <= 1)).all(axis=2)
+        split_ok.append(ok & (np.arange(m - 1)[None, None, :] < n_cuts[None, :, None]))
+    return np.concatenate(leaf_ok), np.concatenate(split_ok)
 
 
 def partners(
@@ -153,24 +162,37 @@ def partners(
     indices into ``thresholds``) whose joint partition with a tree A (leaf ranks ``a``
     per sample) holds one label per cell on the samples (``cells``: their cell indices,
     ``y0``: labels): every root split, then up to ``per_side`` pure options per child
-    (a leaf first). At most ``limit`` trees, leaf values 0 (set by the indicators)."""
+    (a leaf first; a split only where a leaf is not pure). At most ``limit`` trees,
+    leaf values 0 (set by the indicators)."""
+    feats = list(splits)
+    if not feats:
+        return []
     n_a = int(a.max()) + 1 if len(a) else 1
+    # bucket of each sample per feature: cell <= js[i] <=> bucket <= i
+    buckets = np.stack([np.searchsorted(splits[f], cells[:, f], side="left") for f in feats], 1)
+    n_cuts = np.array([len(splits[f]) for f in feats])
+    roots = [(c, i) for c, f in enumerate(feats) for i in range(len(splits[f]))]
+    leaf_ok, split_ok = _child_options(a, np.asarray(y0), buckets, roots, n_cuts, k, n_a)
     out: list[Tree] = []
-    for f, js in splits.items():
-        for j in js:
-            go = cells[:, f] <= j
-            sides = []
-            for mask in (go, ~go):
-                idx = np.flatnonzero(mask)
-                opts = _pure_splits(a[idx], y0[idx], cells[idx], splits, k, n_a)
-                if depth < 2:
-                    opts = [o for o in opts if o is None]
-                sides.append(opts[:per_side])
-            for lo in sides[0]:
-                for ro in sides[1]:
-                    out.append(_tree(f, thresholds[f][j], lo, ro, thresholds, k))
-                    if len(out) >= limit:
-                        return out
+    for r, (c, i) in enumerate(roots):
+        sides = []
+        for g in (2 * r, 2 * r + 1):
+            if leaf_ok[g]:
+                opts: list = [None]
+            elif depth < 2:
+                opts = []
+            else:
+                opts = [
+                    (feats[cc], int(splits[feats[cc]][ii]))
+                    for cc, ii in zip(*np.nonzero(split_ok[g]), strict=True)
+                ]
+            sides.append(opts[:per_side])
+        f, j = feats[c], splits[feats[c]][i]
+        for lo in sides[0]:
+            for ro in sides[1]:
+                out.append(_tree(f, thresholds[f][j], lo, ro, thresholds, k))
+                if len(out) >= limit:
+                    return out
     return out
 
 

@@ -95,11 +95,13 @@ def _brute_partners(a, y, cells, splits, k):
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_partners_are_pure_and_found_whenever_one_exists(seed):
+@pytest.mark.parametrize("k", [2, 3])
+def test_partners_are_pure_and_found_whenever_one_exists(seed, k):
     rng = np.random.default_rng(seed)
-    n, k = 40, 2
+    n = 40
     cells = rng.integers(0, 4, size=(n, 3))
-    y = ((cells[:, 0] >= 2) ^ (cells[:, 1] >= 1 + seed % 2)).astype(int)
+    hi0, hi1 = cells[:, 0] >= 2, cells[:, 1] >= 1 + seed % 2
+    y = (hi0 ^ hi1).astype(int) if k == 2 else hi0.astype(int) + hi1.astype(int)
     a = (cells[:, 2] >= 2).astype(int)  # tree A splits on a feature y ignores
     thresholds = tuple(np.array([0.5, 1.5, 2.5], np.float32) for _ in range(3))
     splits = {f: np.array([0, 1, 2]) for f in range(3)}
@@ -112,6 +114,23 @@ def test_partners_are_pure_and_found_whenever_one_exists(seed):
     roots = {(int(b.feature[0]), int(np.searchsorted(thresholds[0], b.threshold[0]))) for b in got}
     assert roots == {(f, j) for f, j, _, _ in want}  # every root that has a partner
     assert want  # the labels are a depth-2 function: partners exist
+
+
+def test_child_options_do_not_depend_on_the_chunking():
+    """The histogram over roots is built a chunk of roots at a time; one root per chunk
+    gives the same options as all at once."""
+    rng = np.random.default_rng(5)
+    n, k, n_a = 60, 3, 4
+    buckets = rng.integers(0, 4, size=(n, 3))
+    a = rng.integers(0, n_a, size=n)
+    y = (buckets[:, 0] >= 2).astype(int) + (buckets[:, 1] >= 1)  # a depth-2 function
+    roots = [(c, i) for c in range(3) for i in range(3)]
+    n_cuts = np.array([3, 3, 3])
+    whole = refit._child_options(a, y, buckets, roots, n_cuts, k, n_a)
+    one = refit._child_options(a, y, buckets, roots, n_cuts, k, n_a, chunk=1)
+    assert all(np.array_equal(u, v) for u, v in zip(whole, one, strict=True))
+    assert whole[1].shape == (2 * len(roots), 3, 3)
+    assert whole[1].any() and not whole[1].all()
 
 
 def _refit_beats_prune(tmp_path, dataset: str, n: int) -> None:
