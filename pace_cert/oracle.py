@@ -77,6 +77,17 @@ class ScoreModel:
         return out
 
 
+def _gap(model: ScoreModel, X: np.ndarray, y0: np.ndarray) -> np.ndarray:
+    """Per row: max over y != y0 of S_y(x) - S_y0(x) in float64 (a row separates the
+    pair when this is >= -E)."""
+    S = np.tile(model.base, (len(X), 1))
+    for t, tab in zip(model.trees, model.tables):
+        S += tab[t.apply(X)]
+    own = S[np.arange(len(X)), y0]
+    S[np.arange(len(X)), y0] = -np.inf
+    return S.max(axis=1) - own
+
+
 @dataclass(frozen=True)
 class RegionSpec:
     """The searched region: original margin > ``margin`` (score units) and A >= delta_abs."""
@@ -483,6 +494,65 @@ class SeparationOracle:
                 out.append(PairResult(int(y0[i]), y, "FEASIBLE", X[i].copy()))
         return out
 
+    def climb(
+        self,
+        compressed: ScoreModel,
+        e_req: float,
+        per_pair: int = 25,
+        width: int = 32,
+        steps: int = 25,
+        deadline: float | None = None,
+        patience: int = 5,
+    ) -> list[PairResult]:
+        """Pre-search on large domains when the pool holds no separating sample: a beam
+        search from the ``width`` pool points closest to separating (largest
+        max_y S'_y - S'_y0). Each step takes every one-cell move of the beam that is
+        clearly inside the region (any original label) and not visited before, and
+        keeps the ``width`` with the largest gap, better or not (the scores are flat
+        across most moves). Stops at the first step where some move separates and
+        returns those moves (at most ``per_pair`` per pair). Finds samples only (numpy,
+        float64): never proves anything; nothing after ``steps`` steps without one,
+        after ``patience`` steps in a row without a larger gap than any before, or at
+        ``deadline`` (a ``time.perf_counter()`` value)."""
+        if self._pool is None or len(self._pool[0]) == 0 or steps <= 0:
+            return []
+        PX, Py = self._pool
+        gap = _gap(compressed, PX, Py)
+        beam = PX[np.argsort(-gap, kind="stable")[:width]]
+        seen = {row.tobytes() for row in beam}
+        top, flat = float(gap.max()), 0
+        for _ in range(steps):
+            if deadline is not None and time.perf_counter() >= deadline:
+                return []
+            X = np.unique(np.concatenate([self._moves(x) for x in beam]), axis=0)
+            fresh = np.array([row.tobytes() not in seen for row in X], bool)
+            X = X[fresh]
+            seen.update(row.tobytes() for row in X)
+            y0 = self.inside_labels(X) if len(X) else np.zeros(0, np.int64)
+            X, y0 = X[y0 >= 0], y0[y0 >= 0]
+            if len(X) == 0:
+                return []
+            found = self._violations(X, y0, compressed, e_req, per_pair)
+            if found:
+                return found
+            g = _gap(compressed, X, y0)
+            beam = X[np.argsort(-g, kind="stable")[:width]]
+            flat = flat + 1 if g.max() <= top else 0
+            top = max(top, float(g.max()))
+            if flat >= patience:
+                return []
+        return []
+
+    def _moves(self, x: np.ndarray) -> np.ndarray:
+        """Cell representatives differing from ``x`` in one feature's cell (x included)."""
+        blocks = []
+        for f, cells in enumerate(self._allowed_cells):
+            vals = self.domain.reps[f][cells]
+            block = np.repeat(np.asarray(x, np.float32)[None, :], len(vals), axis=0)
+            block[:, f] = vals
+            blocks.append(block)
+        return np.concatenate(blocks)
+
     def neighbours(
         self, points: list[np.ndarray], compressed: ScoreModel, e_req: float, per_pair: int = 10
     ) -> list[PairResult]:
@@ -500,14 +570,7 @@ class SeparationOracle:
     def _one_cell_moves(self, points: list[np.ndarray]) -> np.ndarray:
         """Distinct float32 points differing from one of ``points`` in one feature's cell
         (cell representatives)."""
-        cand = []
-        for x in points:
-            for f, cells in enumerate(self._allowed_cells):
-                vals = self.domain.reps[f][cells]
-                block = np.repeat(np.asarray(x, np.float32)[None, :], len(vals), axis=0)
-                block[:, f] = vals
-                cand.append(block)
-        return np.unique(np.concatenate(cand), axis=0)
+        return np.unique(np.concatenate([self._moves(x) for x in points]), axis=0)
 
     # ------------------------------------------------------------------------ solving
     def separate(

@@ -61,6 +61,7 @@ class CompressConfig:
     stall_rounds: int = 8  # stop generation after this many rounds without L1 progress
     neighbours: int = 10  # extra separating samples per pair from one-cell moves (0: off)
     enumeration_per_pair: int = 25  # separating samples per pair from the enumeration
+    climb_steps: int = 25  # large domains: beam-search steps from the pool before CP-SAT (0: off)
     robust_weights: bool = True  # L0 support: max-margin weights instead of the MILP's
     boost_restarts: int = 4  # boosting also starts from each of these best-support trees
     l1_warm_start: bool = True  # keep one HiGHS L1 model across rounds (False: rebuild)
@@ -375,20 +376,28 @@ class Pace:
             if not results and screen_only:
                 res = PhaseResult(None, [], it, False, sol.objective, sol.optimal, screened=True)
                 return done(res)
+            climbed = False
+            if not results and self.cfg.climb_steps and not self.oracle.can_enumerate():
+                results = self.oracle.climb(
+                    sm, required_margin(cand), self.cfg.enumeration_per_pair,
+                    steps=self.cfg.climb_steps, deadline=self.deadline,
+                )  # fmt: skip
+                climbed = bool(results)
+                left = self.remaining()
             if not results:
                 results = self.oracle.separate(
                     sm, required_margin(cand), threads=self.cfg.threads, time_limit=left
                 )
             found = [r for r in results if r.status == "FEASIBLE"]
             proved = sum(r.status == "INFEASIBLE" for r in results)
-            if found and any(r.seconds > 0 for r in results):  # CP-SAT points
+            if found and (climbed or any(r.seconds > 0 for r in results)):  # new ground
                 self.oracle.grow_pool([r.point for r in found])
                 if self.cfg.neighbours:
                     found += self.oracle.neighbours(
                         [r.point for r in found], sm, required_margin(cand), self.cfg.neighbours
                     )
             how = (
-                f"{len(found)} separating samples by screening"
+                f"{len(found)} separating samples by {'climbing' if climbed else 'screening'}"
                 if found and not proved and all(r.seconds == 0.0 for r in results)
                 else f"pairs proved {proved}/{len(results)}"
             )

@@ -261,6 +261,45 @@ def test_screening_pool_points_are_inside_and_separating(delta):
     assert hits > 0  # the screen found something on some candidate
 
 
+@pytest.mark.parametrize("delta", [0.0, 0.2])
+def test_climbed_points_are_inside_and_separating(delta):
+    """The beam search from the pool (large domains, before CP-SAT) returns only points
+    inside the region, labelled y0 by the original, that fail the candidate's margin;
+    never a point for a pair CP-SAT proves INFEASIBLE; and it finds points the pool
+    itself does not hold (the pool is stripped of separating points first)."""
+    from pace_cert.plausibility import fit_plausibility
+
+    X, y = small_problem(1, n_features=3, n_classes=2, n_rows=200)
+    X = X + np.random.default_rng(1).uniform(0, 0.9, X.shape).astype(np.float32)
+    m = zoo.make_model("rf", 8, 2, 1).fit(X, y)
+    original, _ = ensemble_from_model(zoo.export_onnx(m, 3))
+    forest = fit_plausibility(X, delta, n_estimators=10, seed=0) if delta else None
+    dom, region, c_o = oracle_region(original, [], 0.1, forest)
+    oracle = SeparationOracle(dom, ScoreModel.from_ensemble(original), region)
+    hits = 0
+    for cand in candidates(original, np.random.default_rng(0)):
+        oracle.seed_pool(X[::4], per_row=2)
+        PX, Py = oracle._pool
+        sm, e_req = ScoreModel.from_ensemble(cand), required_margin(cand)
+        S = cand.scores(PX)
+        viol = (S - S[np.arange(len(PX)), Py][:, None] >= -e_req) & (
+            np.arange(S.shape[1])[None, :] != Py[:, None]
+        )
+        oracle._pool = (PX[~viol.any(axis=1)], Py[~viol.any(axis=1)])
+        found = oracle.climb(sm, e_req, per_pair=5, width=8, steps=10)
+        proved = {(r.y0, r.y) for r in oracle.separate(sm, e_req) if r.status == "INFEASIBLE"}
+        for r in found:
+            x = r.point[None, :]
+            assert region_mask(original, c_o, forest, x, dom)[0]
+            assert original.predict_index(x)[0] == r.y0
+            s = cand.scores(x)[0]
+            assert s[r.y] - s[r.y0] >= -e_req
+            assert (r.y0, r.y) not in proved
+            assert not any(np.array_equal(r.point, p) for p in oracle._pool[0])
+        hits += len(found)
+    assert hits > 0
+
+
 @pytest.mark.parametrize("enumerable", [True, False])
 def test_solution_hints_only_steer_the_search(enumerable):
     """CP-SAT solution hints (the grid or pool point nearest to separating) change no
