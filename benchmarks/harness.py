@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import importlib.metadata
 import importlib.util
 import json
@@ -849,7 +850,10 @@ def git_revision(repo: Path) -> str:
     return f"{head or 'unknown'}{' (working tree modified)' if dirty else ''}"
 
 
+@functools.cache
 def machine_info() -> list[tuple[str, str]]:
+    """Machine, package versions and the pace_cert git revision, as of the first call
+    (call it when a run starts: later commits must not relabel the run)."""
     affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "?"
     pkgs = (
         "pace-cert",

@@ -371,6 +371,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
+    harness.machine_info()  # the revision (and versions) this run starts from
     command = shlex.join(["python", "benchmarks/oracle_compare.py", *(argv or sys.argv[1:])])
     started = _now()
     specs = QUICK_CASES if args.quick else FULL_CASES
