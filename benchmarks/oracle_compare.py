@@ -150,7 +150,9 @@ class Case:
 
 def run_oracle(prep: harness.Prepared, kind: str, limit: float, threads: int) -> OracleRun:
     """L1 loop to global faithfulness with the ``kind`` oracle, enumeration disabled."""
-    cfg = CompressConfig(mode="prune", threads=threads, time_limit=limit, max_rounds=10**6)
+    cfg = CompressConfig(
+        mode="prune", threads=threads, time_limit=limit, max_rounds=10**6, climb_steps=0
+    )  # no pre-search of any kind: the oracles alone are compared
     p = Pace(prep.original, prep.X_train, cfg)
     baseline = {"objective": ObjectiveSeparationOracle, "milp": MilpSeparationOracle}
     if kind in baseline:

@@ -61,7 +61,7 @@ class CompressConfig:
     stall_rounds: int = 8  # stop generation after this many rounds without L1 progress
     neighbours: int = 10  # extra separating samples per pair from one-cell moves (0: off)
     enumeration_per_pair: int = 25  # separating samples per pair from the enumeration
-    climb_steps: int = 25  # large domains: beam-search steps from the pool before CP-SAT (0: off)
+    climb_steps: int = 0  # large domains: beam-search steps from the pool before CP-SAT (0: off)
     robust_weights: bool = True  # L0 support: max-margin weights instead of the MILP's
     boost_restarts: int = 4  # boosting also starts from each of these best-support trees
     l1_warm_start: bool = True  # keep one HiGHS L1 model across rounds (False: rebuild)

@@ -246,6 +246,37 @@ def test_generation_runs_on_domains_screened_by_a_pool(tmp_path, monkeypatch, mo
     assert_verifies_exhaustively(tmp_path / "model.onnx", tmp_path / "out")
 
 
+def test_prune_with_the_climbing_pre_search_certifies(tmp_path, monkeypatch):
+    """With ``climb_steps`` on (off by default) the climb runs in rounds where the pool
+    holds no separating point; the result is still CP-SAT-certified and passes
+    ``verify --exhaustive``."""
+    from pace_cert import oracle
+
+    monkeypatch.setattr(oracle, "ENUM_LIMIT", 0)  # force the pool path on a small domain
+    calls: list[int] = []
+    climb = oracle.SeparationOracle.climb
+
+    def spy(self, *a, **k):
+        found = climb(self, *a, **k)
+        calls.append(len(found))
+        return found
+
+    monkeypatch.setattr(oracle.SeparationOracle, "climb", spy)
+    write_rf20_problem(tmp_path)
+    said: list[str] = []
+    res = run_compress(
+        tmp_path / "model.onnx",
+        tmp_path / "train.csv",
+        tmp_path / "out",
+        CompressConfig(mode="prune", eta=0.1, time_limit=120, seed=0, climb_steps=25),
+        progress=said.append,
+    )
+    assert res.exit_code == 0
+    assert calls  # it ran (here the pool or CP-SAT always had the samples first)
+    assert any("by climbing" in m for m in said) == any(calls)
+    assert_verifies_exhaustively(tmp_path / "model.onnx", tmp_path / "out")
+
+
 @pytest.mark.parametrize("milp", ["highs", "cover"])
 def test_l0_incumbent_is_resolved_until_proved_optimal(tmp_path, milp):
     """A per-solve L0 limit too short to prove anything (1 ms) leaves the loop with a
