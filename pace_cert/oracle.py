@@ -65,6 +65,13 @@ class ScoreModel:
         tables = tuple(w * t.value for w, t in zip(ens.weights, ens.trees))
         return cls(ens.trees, tables, ens.base.astype(np.float64))
 
+    def scores(self, X: np.ndarray) -> np.ndarray:
+        """Float64 class scores [len(X), K] of float32 rows ``X`` (screening only)."""
+        S = np.tile(self.base, (len(X), 1))
+        for t, tab in zip(self.trees, self.tables):
+            S += tab[t.apply(X)]
+        return S
+
     def exact_scores(self, leaves: list[int]) -> list[Fraction]:
         """Exact rational class scores given the leaf reached in each tree."""
         k = len(self.base)
@@ -80,9 +87,7 @@ class ScoreModel:
 def _gap(model: ScoreModel, X: np.ndarray, y0: np.ndarray) -> np.ndarray:
     """Per row: max over y != y0 of S_y(x) - S_y0(x) in float64 (a row separates the
     pair when this is >= -E)."""
-    S = np.tile(model.base, (len(X), 1))
-    for t, tab in zip(model.trees, model.tables):
-        S += tab[t.apply(X)]
+    S = model.scores(X)
     own = S[np.arange(len(X)), y0]
     S[np.arange(len(X)), y0] = -np.inf
     return S.max(axis=1) - own
@@ -456,10 +461,7 @@ class SeparationOracle:
         """Per float32 row: the original's label when the row is clearly inside the region
         (float64 margin above c_o by a safety slack; same for A(x) and delta), else -1.
         Used to pick samples only; proofs never rely on it."""
-        orig = self.original
-        S = np.tile(orig.base, (len(X), 1))
-        for t, tab in zip(orig.trees, orig.tables):
-            S += tab[t.apply(X)]
+        S = self.original.scores(X)
         y0 = np.argmax(S, axis=1)
         top = S[np.arange(len(X)), y0]
         S2 = S.copy()
@@ -480,9 +482,7 @@ class SeparationOracle:
         at most ``per_pair`` per ordered pair, most violated first."""
         if len(X) == 0:
             return []
-        S = np.tile(compressed.base, (len(X), 1))
-        for t, tab in zip(compressed.trees, compressed.tables):
-            S += tab[t.apply(X)]
+        S = compressed.scores(X)
         own = S[np.arange(len(X)), y0]
         out = []
         for y in range(S.shape[1]):
@@ -782,9 +782,7 @@ class SeparationOracle:
         if g is None or len(g[0]) == 0:
             return {}
         X, lab = g
-        S = np.tile(compressed.base, (len(X), 1))
-        for t, tab in zip(compressed.trees, compressed.tables):
-            S += tab[t.apply(X)]
+        S = compressed.scores(X)
         by_row: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         out = {}
         for y0, y in pairs:

@@ -371,30 +371,28 @@ class Pace:
             left = self.remaining()
             if left is not None and left <= 0:
                 return done(PhaseResult(None, [], it, False))
-            sm = ScoreModel.from_ensemble(cand)
-            results = self.oracle.screen(sm, required_margin(cand), self.cfg.enumeration_per_pair)
+            sm, e_req = ScoreModel.from_ensemble(cand), required_margin(cand)
+            results = self.oracle.screen(sm, e_req, self.cfg.enumeration_per_pair)
             if not results and screen_only:
                 res = PhaseResult(None, [], it, False, sol.objective, sol.optimal, screened=True)
                 return done(res)
             climbed = False
             if not results and self.cfg.climb_steps and not self.oracle.can_enumerate():
                 results = self.oracle.climb(
-                    sm, required_margin(cand), self.cfg.enumeration_per_pair,
+                    sm, e_req, self.cfg.enumeration_per_pair,
                     steps=self.cfg.climb_steps, deadline=self.deadline,
                 )  # fmt: skip
                 climbed = bool(results)
                 left = self.remaining()
             if not results:
-                results = self.oracle.separate(
-                    sm, required_margin(cand), threads=self.cfg.threads, time_limit=left
-                )
+                results = self.oracle.separate(sm, e_req, threads=self.cfg.threads, time_limit=left)
             found = [r for r in results if r.status == "FEASIBLE"]
             proved = sum(r.status == "INFEASIBLE" for r in results)
             if found and (climbed or any(r.seconds > 0 for r in results)):  # new ground
                 self.oracle.grow_pool([r.point for r in found])
                 if self.cfg.neighbours:
                     found += self.oracle.neighbours(
-                        [r.point for r in found], sm, required_margin(cand), self.cfg.neighbours
+                        [r.point for r in found], sm, e_req, self.cfg.neighbours
                     )
             how = (
                 f"{len(found)} separating samples by {'climbing' if climbed else 'screening'}"
@@ -451,7 +449,7 @@ class Pace:
                     f"[{phase}] round {it}: the {len(found)} separating samples are all rows "
                     f"already (smallest master row {low:.3g}, candidate margin on them "
                     f"{float(on_found.min()):.3g}, float32 guard "
-                    f"{required_margin(cand):.3g}, status {sol.status}); stopping"
+                    f"{e_req:.3g}, status {sol.status}); stopping"
                 )
                 return done(PhaseResult(None, [], it, False, sol.objective, sol.optimal))
         return done(PhaseResult(None, [], self.cfg.max_rounds, False))

@@ -8,10 +8,7 @@ not be smaller, and an ``l0_optimal`` result must equal it.
 
 from __future__ import annotations
 
-import importlib
 import itertools
-import sys
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -22,19 +19,13 @@ from pace_cert.onnx_reader import ensemble_from_model
 from pace_cert.pace import CompressConfig, compress, leaf_values
 from pace_cert.region import margin_mask, plausibility_mask
 
-from .helpers import small_problem
+from .helpers import benchmark_module, small_problem
 from .test_l0_cover import _min_support_brute
-
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
 @pytest.fixture(scope="module")
 def l0_bound():
-    sys.path.insert(0, str(BENCH))
-    try:
-        yield importlib.import_module("l0_bound")
-    finally:
-        sys.path.remove(str(BENCH))
+    yield from benchmark_module("l0_bound")
 
 
 def _true_minimum(original, res) -> int:

@@ -217,11 +217,9 @@ def test_oracle_with_plausibility_and_binary_domain(delta):
         _check(original, model.SerializeToString(), cand, 0.1, forest, infer_binary(X))
 
 
-@pytest.mark.parametrize("delta", [0.0, 0.2])
-def test_screening_pool_points_are_inside_and_separating(delta):
-    """The numpy screen over the sample pool (used on domains too large to enumerate)
-    only returns points inside the region that fail the candidate's margin, and grows
-    around CP-SAT points without leaving the region."""
+def _pool_problem(delta: float):
+    """A binary RF8 x d2 on 3 real-valued features (a pool-screened domain), eta = 0.1 and
+    a plausibility forest when ``delta`` > 0: (X, original, forest, domain, c_o, oracle)."""
     from pace_cert.plausibility import fit_plausibility
 
     X, y = small_problem(1, n_features=3, n_classes=2, n_rows=200)
@@ -231,6 +229,22 @@ def test_screening_pool_points_are_inside_and_separating(delta):
     forest = fit_plausibility(X, delta, n_estimators=10, seed=0) if delta else None
     dom, region, c_o = oracle_region(original, [], 0.1, forest)
     oracle = SeparationOracle(dom, ScoreModel.from_ensemble(original), region)
+    return X, original, forest, dom, c_o, oracle
+
+
+def _separating_rows(cand, X: np.ndarray, y0: np.ndarray, e_req: float) -> np.ndarray:
+    """Per row of X (original label y0): whether the candidate fails its margin there."""
+    S = cand.scores(X)
+    other = np.arange(S.shape[1])[None, :] != y0[:, None]
+    return ((S - S[np.arange(len(X)), y0][:, None] >= -e_req) & other).any(axis=1)
+
+
+@pytest.mark.parametrize("delta", [0.0, 0.2])
+def test_screening_pool_points_are_inside_and_separating(delta):
+    """The numpy screen over the sample pool (used on domains too large to enumerate)
+    only returns points inside the region that fail the candidate's margin, and grows
+    around CP-SAT points without leaving the region."""
+    X, original, forest, dom, c_o, oracle = _pool_problem(delta)
     assert oracle.seed_pool(X, per_row=5) > 0
     PX, Py = oracle._pool
     assert region_mask(original, c_o, forest, PX, dom).all()
@@ -240,12 +254,7 @@ def test_screening_pool_points_are_inside_and_separating(delta):
     for cand in candidates(original, rng):
         e_req = required_margin(cand)
         found = oracle.screen(ScoreModel.from_ensemble(cand), e_req, per_pair=5)
-        S = cand.scores(PX)
-        any_viol = np.any(
-            (S - S[np.arange(len(PX)), Py][:, None] >= -e_req)
-            & (np.arange(S.shape[1])[None, :] != Py[:, None])
-        )
-        assert bool(found) == bool(any_viol)
+        assert bool(found) == bool(_separating_rows(cand, PX, Py, e_req).any())
         for r in found:
             x = r.point[None, :]
             assert region_mask(original, c_o, forest, x, dom)[0]
@@ -267,25 +276,14 @@ def test_climbed_points_are_inside_and_separating(delta):
     inside the region, labelled y0 by the original, that fail the candidate's margin;
     never a point for a pair CP-SAT proves INFEASIBLE; and it finds points the pool
     itself does not hold (the pool is stripped of separating points first)."""
-    from pace_cert.plausibility import fit_plausibility
-
-    X, y = small_problem(1, n_features=3, n_classes=2, n_rows=200)
-    X = X + np.random.default_rng(1).uniform(0, 0.9, X.shape).astype(np.float32)
-    m = zoo.make_model("rf", 8, 2, 1).fit(X, y)
-    original, _ = ensemble_from_model(zoo.export_onnx(m, 3))
-    forest = fit_plausibility(X, delta, n_estimators=10, seed=0) if delta else None
-    dom, region, c_o = oracle_region(original, [], 0.1, forest)
-    oracle = SeparationOracle(dom, ScoreModel.from_ensemble(original), region)
+    X, original, forest, dom, c_o, oracle = _pool_problem(delta)
     hits = 0
     for cand in candidates(original, np.random.default_rng(0)):
         oracle.seed_pool(X[::4], per_row=2)
         PX, Py = oracle._pool
         sm, e_req = ScoreModel.from_ensemble(cand), required_margin(cand)
-        S = cand.scores(PX)
-        viol = (S - S[np.arange(len(PX)), Py][:, None] >= -e_req) & (
-            np.arange(S.shape[1])[None, :] != Py[:, None]
-        )
-        oracle._pool = (PX[~viol.any(axis=1)], Py[~viol.any(axis=1)])
+        keep = ~_separating_rows(cand, PX, Py, e_req)
+        oracle._pool = (PX[keep], Py[keep])
         found = oracle.climb(sm, e_req, per_pair=5, width=8, steps=10)
         proved = {(r.y0, r.y) for r in oracle.separate(sm, e_req) if r.status == "INFEASIBLE"}
         for r in found:

@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-import importlib
-import sys
-from pathlib import Path
-
 import pytest
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks"
+from .helpers import benchmark_module
 
 
 @pytest.fixture(scope="module")
 def oc():
-    sys.path.insert(0, str(BENCH))
-    try:
-        yield importlib.import_module("oracle_compare")
-    finally:
-        sys.path.remove(str(BENCH))
+    yield from benchmark_module("oracle_compare")
 
 
 def test_oracles_option_always_runs_the_constraint_oracle(oc):

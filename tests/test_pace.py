@@ -218,6 +218,25 @@ def test_prune_l0_loop_continues_after_the_reweighting_fallback(tmp_path):
     assert sizes[120] == sizes[None] < 9  # 9: the L1 support
 
 
+def _compress_rf20_on_pool(tmp_path, monkeypatch, **cfg):
+    """``run_compress`` on the RF20 problem (eta 0.1, 120 s, seed 0, ``cfg``) with the
+    enumeration limit at 0, so its small domain is screened by a pool. (result,
+    progress lines)."""
+    from pace_cert import oracle
+
+    monkeypatch.setattr(oracle, "ENUM_LIMIT", 0)
+    write_rf20_problem(tmp_path)
+    said: list[str] = []
+    res = run_compress(
+        tmp_path / "model.onnx",
+        tmp_path / "train.csv",
+        tmp_path / "out",
+        CompressConfig(eta=0.1, time_limit=120, seed=0, **cfg),
+        progress=said.append,
+    )
+    return res, said
+
+
 @pytest.mark.parametrize("mode", ["generate", "pace"])
 def test_generation_runs_on_domains_screened_by_a_pool(tmp_path, monkeypatch, mode):
     """On domains too large to enumerate, pace screens intermediate L1 models with the
@@ -225,18 +244,7 @@ def test_generation_runs_on_domains_screened_by_a_pool(tmp_path, monkeypatch, mo
     generation must go on after the first round, not stop as if the separation loop had
     hit its cap (it did, dropping every generated learner, before the fix). The result
     is CP-SAT-certified and passes ``verify --exhaustive``."""
-    from pace_cert import oracle
-
-    monkeypatch.setattr(oracle, "ENUM_LIMIT", 0)  # force the pool path on a small domain
-    write_rf20_problem(tmp_path)
-    said: list[str] = []
-    res = run_compress(
-        tmp_path / "model.onnx",
-        tmp_path / "train.csv",
-        tmp_path / "out",
-        CompressConfig(mode=mode, eta=0.1, time_limit=120, seed=0),
-        progress=said.append,
-    )
+    res, said = _compress_rf20_on_pool(tmp_path, monkeypatch, mode=mode)
     assert res.exit_code == 0
     assert any(m.startswith("screening pool:") for m in said)
     cert = res.certificate.summary
@@ -252,7 +260,6 @@ def test_prune_with_the_climbing_pre_search_certifies(tmp_path, monkeypatch):
     ``verify --exhaustive``."""
     from pace_cert import oracle
 
-    monkeypatch.setattr(oracle, "ENUM_LIMIT", 0)  # force the pool path on a small domain
     calls: list[int] = []
     climb = oracle.SeparationOracle.climb
 
@@ -262,15 +269,7 @@ def test_prune_with_the_climbing_pre_search_certifies(tmp_path, monkeypatch):
         return found
 
     monkeypatch.setattr(oracle.SeparationOracle, "climb", spy)
-    write_rf20_problem(tmp_path)
-    said: list[str] = []
-    res = run_compress(
-        tmp_path / "model.onnx",
-        tmp_path / "train.csv",
-        tmp_path / "out",
-        CompressConfig(mode="prune", eta=0.1, time_limit=120, seed=0, climb_steps=25),
-        progress=said.append,
-    )
+    res, said = _compress_rf20_on_pool(tmp_path, monkeypatch, mode="prune", climb_steps=25)
     assert res.exit_code == 0
     assert calls  # it ran (here the pool or CP-SAT always had the samples first)
     assert any("by climbing" in m for m in said) == any(calls)
