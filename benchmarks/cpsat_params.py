@@ -13,8 +13,12 @@ the same candidates, one after the other in one process:
 
 Hints (``SeparationOracle.use_hints``) are on unless a variant says ``hints=False``;
 ``schedule=race|parallel|sequential`` sets ``SeparationOracle.schedule`` (shipped:
-``race``). T is the wall time of ``separate`` with ``--threads``; the status string
-has one letter per pair (I: INFEASIBLE, F: FEASIBLE, U: UNKNOWN).
+``race``); ``race_linearization=0,1`` sets the racing attempts' cycle of
+``linearization_level`` in every region (shipped: ``oracle.RACE_LINEARIZATION`` without
+a plausibility forest, ``RACE_LINEARIZATION_PLAUSIBLE`` with one; ``race_linearization=1``
+is the racing schedule before the portfolio: CP-SAT's default on every attempt). T is the
+wall time of ``separate`` with ``--threads``; the status string has one letter per pair
+(I: INFEASIBLE, F: FEASIBLE, U: UNKNOWN).
 
     python benchmarks/cpsat_params.py --variant use_sat_inprocessing=True \\
         --variant 'use_sat_inprocessing=True;hints=False' --out benchmarks/results/cpsat_params.md
@@ -48,18 +52,39 @@ CASES = [
     ("fico", 25, 2, 0.1, 0.1),
     ("compas", 50, 5, 0.0, 0.0),
     ("cancer", 25, 3, 0.0, 0.0),
+    ("compas", 50, 7, 0.0, 0.0),
 ]
 
 
-def parse_variant(spec: str) -> tuple[dict[str, object], bool, str]:
-    """``KEY=VALUE;...`` -> (CP-SAT parameter overrides, hints on, pair schedule)."""
+SHIPPED_RACE_LINEARIZATION = (
+    oracle_mod.RACE_LINEARIZATION,
+    oracle_mod.RACE_LINEARIZATION_PLAUSIBLE,
+)  # (without, with a plausibility forest); variants change them
+
+
+def set_race_linearization(levels: tuple[int, ...] | None) -> None:
+    """Racing attempts' linearization levels in every region (None: as shipped)."""
+    plain, plausible = SHIPPED_RACE_LINEARIZATION if levels is None else (levels, levels)
+    oracle_mod.RACE_LINEARIZATION = plain
+    oracle_mod.RACE_LINEARIZATION_PLAUSIBLE = plausible
+
+
+def parse_variant(
+    spec: str,
+) -> tuple[dict[str, object], bool, str, tuple[int, ...] | None]:
+    """``KEY=VALUE;...`` -> (CP-SAT parameter overrides, hints on, pair schedule,
+    racing portfolio's linearization levels)."""
     params: dict[str, object] = {}
     hints = True
     schedule = "race"
+    race_lin: tuple[int, ...] | None = None
     for kv in filter(None, spec.split(";")):
         key, value = kv.split("=", 1)
         if key == "schedule":
             schedule = value
+            continue
+        if key == "race_linearization":
+            race_lin = tuple(int(v) for v in value.split(","))
             continue
         parsed: object = {"True": True, "False": False}.get(value)
         if parsed is None:
@@ -68,7 +93,7 @@ def parse_variant(spec: str) -> tuple[dict[str, object], bool, str]:
             hints = bool(parsed)
         else:
             params[key] = parsed
-    return params, hints, schedule
+    return params, hints, schedule, race_lin
 
 
 def candidates(prep: harness.Prepared, pace: Pace) -> list[tuple[str, object]]:
@@ -122,7 +147,8 @@ def main() -> int:
             sm = ScoreModel.from_ensemble(cand)
             cells = []
             for v in variants:
-                params, hints, schedule = parse_variant("" if v == "default" else v)
+                params, hints, schedule, race_lin = parse_variant("" if v == "default" else v)
+                set_race_linearization(race_lin)
                 oracle_mod.CPSAT_PARAMS.clear()
                 oracle_mod.CPSAT_PARAMS.update({**shipped, **params})
                 oracle.use_hints = hints
@@ -139,6 +165,7 @@ def main() -> int:
             print(row, flush=True)
         oracle_mod.CPSAT_PARAMS.clear()
         oracle_mod.CPSAT_PARAMS.update(shipped)
+        set_race_linearization(None)
     lines.append("| **total** | | " + " | ".join(f" | {totals[v]:.1f}" for v in variants) + " |")
     print(lines[-1])
     if args.out:
@@ -146,7 +173,9 @@ def main() -> int:
             "CP-SAT settings of the separation oracle",
             "cpsat_params.py",
             [
-                f"shipped settings (`default`): `{shipped}`, hints on",
+                f"shipped settings (`default`): `{shipped}`, racing linearization_level "
+                f"by attempt `{SHIPPED_RACE_LINEARIZATION[0]}` (with a plausibility forest "
+                f"`{SHIPPED_RACE_LINEARIZATION[1]}`), hints on",
                 f"threads: {args.threads}; per-call limit {args.time_limit} s",
             ],
             __doc__,

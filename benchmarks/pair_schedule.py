@@ -8,7 +8,10 @@ oracle seed and per schedule (``SeparationOracle.schedule``):
 - ``race`` (shipped): one single-worker CP-SAT per pair, pairs at once; idle threads
   run other seeds on undecided pairs, and a pair stuck for a while gets one more;
 - ``parallel``: pairs at once, ``threads // pairs`` workers each, one seed;
-- ``sequential``: one pair after the other, every thread on it (CP-SAT's portfolio).
+- ``sequential``: one pair after the other, every thread on it (CP-SAT's portfolio);
+- ``race:L[,L...]``: ``race`` with the attempts' ``linearization_level`` cycling through
+  these levels (shipped: ``oracle.RACE_LINEARIZATION_PLAUSIBLE`` here, as every case has
+  a plausibility forest; ``race:1`` is the race before the LP portfolio).
 
 Single-worker searches for a separating point have heavy-tailed times (seconds for
 most seeds, minutes for some), which one run per setting cannot show.
@@ -27,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness
 
+from pace_cert import oracle as oracle_mod
 from pace_cert.oracle import ScoreModel
 from pace_cert.pace import CompressConfig, Pace, required_margin
 
@@ -41,12 +45,21 @@ def main() -> int:
     p.add_argument("--time-limit", type=float, default=30.0, help="seconds per separate()")
     p.add_argument("--only", default="", help="substring of 'dataset-nN'")
     p.add_argument("--out", type=Path, default=None)
+    p.add_argument(
+        "--schedules",
+        default=",".join(SCHEDULES),
+        help="schedules to run, separated by '/' or ',' (race:L,L takes '/' only), "
+        "e.g. 'race/race:1'",
+    )
     args = p.parse_args()
+    sep = "/" if "/" in args.schedules or ":" in args.schedules else ","
+    schedules = [x for x in args.schedules.split(sep) if x]
+    shipped = (oracle_mod.RACE_LINEARIZATION, oracle_mod.RACE_LINEARIZATION_PLAUSIBLE)
     lines = [
         "| case | schedule | per seed: statuses, seconds | total (s) | undecided pairs |",
         "|---|---|---|---|---|",
     ]
-    totals = {s: 0.0 for s in SCHEDULES}
+    totals = {s: 0.0 for s in schedules}
     for ds, n in CASES:
         name = f"{ds}-n{n}"
         if args.only not in name:
@@ -57,8 +70,12 @@ def main() -> int:
         sol = pace.l1_master.solve(pace.matrix(learners), len(learners))
         cand, _ = pace.candidate(sol, learners)
         sm = ScoreModel.from_ensemble(cand)
-        for sched in SCHEDULES:
-            pace.oracle.schedule = sched
+        for sched in schedules:
+            pace.oracle.schedule, _, lin = sched.partition(":")
+            levels = tuple(int(v) for v in lin.split(",")) if lin else None
+            oracle_mod.RACE_LINEARIZATION, oracle_mod.RACE_LINEARIZATION_PLAUSIBLE = (
+                (levels, levels) if levels else shipped
+            )
             cells, total, undecided = [], 0.0, 0
             for seed in range(args.seeds):
                 pace.oracle.seed = seed
@@ -75,7 +92,7 @@ def main() -> int:
             lines.append(row)
             print(row, flush=True)
     lines.append(
-        "| **total** | | | " + " / ".join(f"{s} {totals[s]:.1f}" for s in SCHEDULES) + " | |"
+        "| **total** | | | " + " / ".join(f"{s} {totals[s]:.1f}" for s in schedules) + " | |"
     )
     print(lines[-1])
     if args.out:

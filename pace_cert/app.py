@@ -199,13 +199,20 @@ def build_certificate(
         Learner(index=i, origin=o, weight=w)  # type: ignore[arg-type]
         for i, (o, w) in enumerate(zip(comp.origin, r.weights or [1.0] * comp.n_trees))
     ]
+    lin = r.race_linearization
+    race_lin = (
+        str(lin[0])
+        if len(set(lin)) == 1
+        else " / ".join(f"{v} if k % {len(lin)} == {i}" for i, v in enumerate(lin))
+    )
     return Certificate(
         tool_version=__version__,
         created=now_iso(),
         solvers=solver_versions(r.gurobi_used),
         cpsat=CpSatParameters(
             num_workers_per_pair={
-                "race": f"1 (up to {MAX_ATTEMPTS} attempts per pair with seeds random_seed + k)",
+                "race": f"1 (up to {MAX_ATTEMPTS} attempts per pair: attempt k with seed "
+                f"random_seed + k and linearization_level {race_lin})",
                 "parallel": "max(1, threads // pairs)",
                 "sequential": str(cfg.threads),
             }[r.schedule],

@@ -42,8 +42,8 @@ MAX_SPURIOUS = 50  # nogoods per pair and call before the pair is declared UNKNO
 # of these mostly-propagation problems: 5-20x faster, same statuses; SAT inprocessing
 # (clause vivification) spent most of a proof's search time on the isolation-forest
 # regions: 2-4x faster proofs without it, `benchmarks/results/cpsat_params.md`).
-# `linearization_level=0` was faster still on most cases but left a spambase proof
-# UNKNOWN after 120 s (1.2 s with the LP), so the LP stays.
+# CP-SAT's LP relaxation (`linearization_level`) is set per racing attempt instead:
+# see RACE_LINEARIZATION.
 CPSAT_PARAMS: dict[str, object] = {
     "cp_model_probing_level": 0,
     "merge_at_most_one_work_limit": 0.0,
@@ -127,8 +127,22 @@ class _Slot:
 
 
 MAX_ATTEMPTS = 4  # racing schedule: CP-SAT runs (seeds) per pair and call at most
+# Racing portfolio: attempt k at a pair runs with linearization_level
+# RACE_LINEARIZATION[k % len] in regions without a plausibility forest (delta = 0):
+# without CP-SAT's LP (0) proofs are 3.5-5x faster there (compas RF50 at depth 5 and 7,
+# cancer RF25 depth 3), and a pair's second attempt has the LP (CP-SAT's default, 1).
+# With an isolation forest in the region every attempt keeps the LP
+# (RACE_LINEARIZATION_PLAUSIBLE): its proofs are ~2x faster without it on seeds,
+# diabetes, fico, but on spambase RF50 searches for separating points without the LP
+# are heavy-tailed (2 of 8 seeds UNKNOWN at 30 s in the race, 1.1-6.9 s with the LP
+# on every attempt). benchmarks/results/cpsat_params.md, pair_schedule.md. The
+# parallel and sequential schedules keep CP-SAT's default.
+RACE_LINEARIZATION: tuple[int, ...] = (0, 1)
+RACE_LINEARIZATION_PLAUSIBLE: tuple[int, ...] = (1,)
 ESCALATE_SECONDS = 2.0  # racing: an attempt running this long (doubling per attempt of
 # its pair) gets a twin even when every thread is busy (one extra thread at most)
+FOUND_GRACE_SECONDS = 1.0  # separate(until_found=True): least time undecided pairs get
+# after the call's first separating sample
 
 
 class _Race:
@@ -581,8 +595,15 @@ class SeparationOracle:
         *,
         threads: int = 1,
         time_limit: float | None = None,
+        until_found: bool = False,
     ) -> list[PairResult]:
-        """Solve every ordered pair with ``threads`` threads, as ``self.schedule`` says."""
+        """Solve every ordered pair with ``threads`` threads, as ``self.schedule`` says.
+
+        ``until_found`` (racing schedule only): once some pair has a separating sample,
+        the pairs still undecided ``max(FOUND_GRACE_SECONDS, time to that first sample)``
+        later are stopped and reported UNKNOWN. For a loop that re-solves whenever a
+        sample is found: a proof for this candidate would be thrown away with it.
+        Never changes a call that finds no sample."""
         comp_slots = [self.register(t) for t in compressed.trees]
         k = len(self.original.base)
         if pairs is None:
@@ -593,7 +614,9 @@ class SeparationOracle:
         deadline = None if time_limit is None else time.perf_counter() + time_limit
         args = [(y0, y, compressed, comp_slots, e_req, workers, deadline) for y0, y in pairs]
         if schedule == "race":
-            results = self._race(pairs, compressed, comp_slots, e_req, threads, deadline)
+            results = self._race(
+                pairs, compressed, comp_slots, e_req, threads, deadline, until_found
+            )
         elif schedule == "parallel":
             with ThreadPoolExecutor(max_workers=min(threads, len(pairs))) as ex:
                 results = list(ex.map(lambda a: self._solve_pair(*a), args))
@@ -613,6 +636,10 @@ class SeparationOracle:
             return "parallel"
         return "sequential"
 
+    def race_linearization(self) -> tuple[int, ...]:
+        """CP-SAT ``linearization_level`` of racing attempts 0, 1, ... (cycled)."""
+        return RACE_LINEARIZATION_PLAUSIBLE if self._plaus_slots else RACE_LINEARIZATION
+
     def _race(
         self,
         pairs: list[tuple[int, int]],
@@ -621,6 +648,7 @@ class SeparationOracle:
         e_req: float,
         threads: int,
         deadline: float | None,
+        until_found: bool = False,
     ) -> list[PairResult]:
         """The "race" schedule: ``threads`` single-worker CP-SAT runs at a time. Pairs
         start in order with the oracle's seed; a thread with no pair left to start runs
@@ -629,7 +657,10 @@ class SeparationOracle:
         last attempt has run ``ESCALATE_SECONDS * 2**(attempts - 1)`` (two pairs both
         stuck in a heavy tail leave no thread idle). A pair's result is its first
         FEASIBLE or INFEASIBLE attempt (each a complete, checked answer); UNKNOWN only
-        when every attempt ended undecided."""
+        when every attempt ended undecided. ``until_found``: see :meth:`separate`."""
+        t_start = time.perf_counter()
+        found_at: float | None = None
+        levels = self.race_linearization()
         queue = list(pairs)
         attempts = {pr: 0 for pr in pairs}
         races = {pr: _Race() for pr in pairs}
@@ -656,12 +687,13 @@ class SeparationOracle:
                     pr = min(open_, key=lambda q: attempts[q])
                 else:
                     return
-                seed = self.seed + attempts[pr]
+                attempt = attempts[pr]
                 attempts[pr] += 1
                 started[pr] = now
                 fut = ex.submit(
                     self._solve_pair, *pr, comp, comp_slots, e_req, 1, deadline,
-                    race=races[pr], seed=seed,
+                    race=races[pr], seed=self.seed + attempt,
+                    linearization=levels[attempt % len(levels)],
                 )  # fmt: skip
                 live[fut] = pr
 
@@ -677,11 +709,21 @@ class SeparationOracle:
                     if r.status in ("FEASIBLE", "INFEASIBLE"):
                         results[pr] = r
                         races[pr].decide()
+                        if r.status == "FEASIBLE" and found_at is None:
+                            found_at = time.perf_counter()
                     elif not any(q == pr for q in live.values()):
                         results[pr] = r  # UNKNOWN: time limit or the nogood cap
                         attempts[pr] = MAX_ATTEMPTS
+                if until_found and found_at is not None:
+                    now = time.perf_counter()
+                    if now - found_at >= max(FOUND_GRACE_SECONDS, found_at - t_start):
+                        for pr in pairs:  # the round has a sample: stop the proofs
+                            if pr not in results:
+                                attempts[pr] = MAX_ATTEMPTS
+                                races[pr].decide()
+                        queue.clear()
                 for pr, race in races.items():
-                    if pr in results:
+                    if pr in results or race.decided:
                         race.stop()  # repeated: a loser may not have been searching yet
                 if all(pr in results for pr in pairs):
                     continue  # wait for the stopped losers only
@@ -702,6 +744,7 @@ class SeparationOracle:
         *,
         race: _Race | None = None,
         seed: int | None = None,
+        linearization: int | None = None,
     ) -> PairResult:
         t0 = time.perf_counter()
         m = self.model.clone()
@@ -727,6 +770,8 @@ class SeparationOracle:
         solver.parameters.random_seed = self.seed if seed is None else seed
         for key, value in CPSAT_PARAMS.items():
             setattr(solver.parameters, key, value)
+        if linearization is not None:
+            solver.parameters.linearization_level = linearization
         if race is not None and not race.join(solver):
             res.seconds = time.perf_counter() - t0
             return res  # another attempt decided the pair already

@@ -62,6 +62,8 @@ class CompressConfig:
     neighbours: int = 10  # extra separating samples per pair from one-cell moves (0: off)
     enumeration_per_pair: int = 25  # separating samples per pair from the enumeration
     climb_steps: int = 0  # large domains: beam-search steps from the pool before CP-SAT (0: off)
+    lazy_proofs: bool = True  # a CP-SAT round that found a sample stops its pairs' proofs
+    # (SeparationOracle.separate(until_found=True): the loop re-solves anyway)
     robust_weights: bool = True  # L0 support: max-margin weights instead of the MILP's
     boost_restarts: int = 4  # boosting also starts from each of these best-support trees
     l1_warm_start: bool = True  # keep one HiGHS L1 model across rounds (False: rebuild)
@@ -123,6 +125,7 @@ class CompressResult:
     phase: str = ""
     gurobi_used: bool = False
     schedule: str = "sequential"  # how the oracle spread its threads over the label pairs
+    race_linearization: tuple[int, ...] = ()  # racing attempts' CP-SAT linearization_level
 
 
 # ---------------------------------------------------------------------- pure helpers
@@ -385,7 +388,10 @@ class Pace:
                 climbed = bool(results)
                 left = self.remaining()
             if not results:
-                results = self.oracle.separate(sm, e_req, threads=self.cfg.threads, time_limit=left)
+                results = self.oracle.separate(
+                    sm, e_req, threads=self.cfg.threads, time_limit=left,
+                    until_found=self.cfg.lazy_proofs,
+                )  # fmt: skip
             found = [r for r in results if r.status == "FEASIBLE"]
             proved = sum(r.status == "INFEASIBLE" for r in results)
             if found and (climbed or any(r.seconds > 0 for r in results)):  # new ground
@@ -1022,6 +1028,7 @@ class Pace:
             phase=best[1] if certified else "",
             gurobi_used=getattr(self, "used_gurobi", False),
             schedule=self.oracle.schedule_for(self.cfg.threads, k * (k - 1)),
+            race_linearization=self.oracle.race_linearization(),
         )
 
 

@@ -130,6 +130,100 @@ def test_race_on_one_pair_runs_several_seeds_and_keeps_the_first_answer():
     assert statuses == {"INFEASIBLE", "FEASIBLE"}
 
 
+def test_racing_attempts_alternate_the_lp_and_every_one_answers_soundly(monkeypatch):
+    """The racing portfolio: a pair's attempts run with linearization_level 0, 1, 0, ...
+    (RACE_LINEARIZATION), each CP-SAT solve really gets its level, and an attempt run
+    alone at either level gives the brute-force answer (no level is a shortcut)."""
+    import pace_cert.oracle as mod
+
+    X, y = small_problem(1, n_features=3, n_classes=2)
+    model = zoo.export_onnx(zoo.make_model("rf", 6, 2, 1).fit(X, y), 3)
+    original, _ = ensemble_from_model(model)
+    levels: list[int] = []
+    real_solve = mod.cp_model.CpSolver.solve
+
+    def spy(solver, m, *a, **kw):
+        levels.append(int(solver.parameters.linearization_level))
+        return real_solve(solver, m, *a, **kw)
+
+    monkeypatch.setattr(mod.cp_model.CpSolver, "solve", spy)
+    for cand in candidates(original, np.random.default_rng(1)):
+        dom, region, _c_o = oracle_region(original, cand.trees, 0.0, None, None)
+        oracle = SeparationOracle(dom, ScoreModel.from_ensemble(original), region)
+        ref = _check(original, model.SerializeToString(), cand, 0.0, None, None, 1)
+        sm, e_req = ScoreModel.from_ensemble(cand), required_margin(cand)
+        comp_slots = [oracle.register(t) for t in sm.trees]
+        for r0 in ref:
+            for lin in mod.RACE_LINEARIZATION:
+                levels.clear()
+                got = oracle._solve_pair(
+                    r0.y0, r0.y, sm, comp_slots, e_req, 1, None, linearization=lin
+                )
+                assert got.status == r0.status and set(levels) == {lin}
+        called: list[int | None] = []
+
+        def record(*a, real_pair=oracle._solve_pair, called=called, **kw):
+            called.append(kw.get("linearization"))
+            return real_pair(*a, **kw)
+
+        monkeypatch.setattr(oracle, "_solve_pair", record)
+        oracle.separate(sm, e_req, [(ref[0].y0, ref[0].y)], threads=3)
+        k = len(mod.RACE_LINEARIZATION)
+        assert len(called) >= 2  # three threads, one pair: attempts race
+        assert called == [mod.RACE_LINEARIZATION[i % k] for i in range(len(called))]
+    assert oracle.race_linearization() == mod.RACE_LINEARIZATION
+    assert mod.RACE_LINEARIZATION[:2] == (0, 1)
+    # with an isolation forest in the region every attempt keeps CP-SAT's LP
+    assert _pool_problem(0.2)[-1].race_linearization() == mod.RACE_LINEARIZATION_PLAUSIBLE == (1,)
+    assert _pool_problem(0.0)[-1].race_linearization() == mod.RACE_LINEARIZATION
+
+
+def test_until_found_stops_the_proofs_of_a_round_that_found_a_sample(monkeypatch):
+    """separate(until_found=True), racing: once some pair has a separating sample, a
+    pair still undecided after the grace is stopped and reported UNKNOWN (never a proof:
+    here its attempts would wait 30 s, then prove INFEASIBLE); decided pairs keep their
+    brute-force answers; a call with no sample (the faithful original) is unchanged."""
+    import time
+
+    X, y = small_problem(2, n_features=3, n_classes=3)
+    model = zoo.export_onnx(zoo.make_model("rf", 6, 2, 2).fit(X, y), 3)
+    original, _ = ensemble_from_model(model)
+    for cand in candidates(original, np.random.default_rng(2)):
+        ref = _check(original, model.SerializeToString(), cand, 0.0, None, None, 1)
+        if {"FEASIBLE", "INFEASIBLE"} <= {r.status for r in ref}:
+            break
+    else:
+        pytest.fail("no candidate with both a separating and a proved pair")
+    dom, region, _c_o = oracle_region(original, cand.trees, 0.0, None, None)
+    oracle = SeparationOracle(dom, ScoreModel.from_ensemble(original), region)
+    faithful = oracle.separate(
+        ScoreModel.from_ensemble(original), required_margin(original), threads=2,
+        until_found=True,
+    )  # fmt: skip
+    assert {r.status for r in faithful} == {"INFEASIBLE"}
+    slow = next((r.y0, r.y) for r in ref if r.status == "INFEASIBLE")
+    real = oracle._solve_pair
+
+    def solve(*a, **kw):
+        if (a[0], a[1]) == slow:  # a proof stuck for 30 s unless its race is stopped
+            t = time.perf_counter()
+            while not kw["race"].decided and time.perf_counter() - t < 30:
+                time.sleep(0.01)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(oracle, "_solve_pair", solve)
+    t = time.perf_counter()
+    got = oracle.separate(
+        ScoreModel.from_ensemble(cand), required_margin(cand), threads=2, until_found=True
+    )
+    assert time.perf_counter() - t < 15
+    by = {(r.y0, r.y): r for r in got}
+    assert by[slow].status == "UNKNOWN"
+    for r0 in ref:
+        assert by[(r0.y0, r0.y)].status in (r0.status, "UNKNOWN")
+    assert any(r.status == "FEASIBLE" for r in got)
+
+
 @pytest.mark.parametrize("schedule", ["race", "parallel", "sequential"])
 def test_pairs_past_the_deadline_are_unknown_in_every_schedule(schedule):
     """A deadline that passes before some pairs start leaves them UNKNOWN (never a
@@ -214,7 +308,11 @@ def test_oracle_with_plausibility_and_binary_domain(delta):
     original, _ = ensemble_from_model(model)
     forest = fit_plausibility(X, delta, n_estimators=10, seed=0)
     for cand in candidates(original, rng):
-        _check(original, model.SerializeToString(), cand, 0.1, forest, infer_binary(X))
+        ref = _check(original, model.SerializeToString(), cand, 0.1, forest, infer_binary(X))
+        got = _check(
+            original, model.SerializeToString(), cand, 0.1, forest, infer_binary(X), 2, "race"
+        )
+        assert [r.status for r in got] == [r.status for r in ref]
 
 
 def _pool_problem(delta: float):

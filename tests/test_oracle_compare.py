@@ -19,6 +19,20 @@ def test_oracles_option_always_runs_the_constraint_oracle(oc):
         oc.parse_args(["--oracles", "constraint,gurobi"])
 
 
+def test_constraint_schedule_option_and_report(oc):
+    """The constraint oracle's pair schedule is a choice, parallel by default (like the
+    baselines), and the report says which one ran."""
+    assert oc.parse_args([]).constraint_schedule == "parallel"
+    assert oc.parse_args(["--constraint-schedule", "race"]).constraint_schedule == "race"
+    with pytest.raises(SystemExit):
+        oc.parse_args(["--constraint-schedule", "sequential"])
+    case = oc.Case("compas", 50, 7, 12, 2, 118)
+    case.runs["constraint"] = oc.OracleRun("faithful", 10.0, 12.0, 600.0, 5, 10, 20)
+    for sched in ("parallel", "race"):
+        md = oc.render_md([case], "cmd", "start", oc.parse_args(["--constraint-schedule", sched]))
+        assert f"constraint oracle's pair schedule: {sched} (" in md
+
+
 def test_report_of_a_run_without_the_objective_oracle(oc):
     """A case where only the constraint and MILP oracles ran: the MILP ratio is exact,
     the objective one is absent, and the table carries CPU seconds."""
