@@ -135,8 +135,8 @@ MAX_ATTEMPTS = 4  # racing schedule: CP-SAT runs (seeds) per pair and call at mo
 # (RACE_LINEARIZATION_PLAUSIBLE): its proofs are ~2x faster without it on seeds,
 # diabetes, fico, but on spambase RF50 searches for separating points without the LP
 # are heavy-tailed (2 of 8 seeds UNKNOWN at 30 s in the race, 1.1-6.9 s with the LP
-# on every attempt). benchmarks/results/cpsat_params.md, pair_schedule.md. The
-# parallel and sequential schedules keep CP-SAT's default.
+# on every attempt). benchmarks/results/race_lp.md. The parallel and sequential
+# schedules keep CP-SAT's default.
 RACE_LINEARIZATION: tuple[int, ...] = (0, 1)
 RACE_LINEARIZATION_PLAUSIBLE: tuple[int, ...] = (1,)
 ESCALATE_SECONDS = 2.0  # racing: an attempt running this long (doubling per attempt of
