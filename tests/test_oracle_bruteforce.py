@@ -294,6 +294,10 @@ def test_certificate_states_the_schedule_that_ran(tmp_path):
         res = run_compress(tmp_path / "m.onnx", tmp_path / "t.csv", tmp_path / f"o{threads}", cfg)
         assert res.exit_code == 0
         assert res.certificate.cpsat.schedule == want
+        if want == "race":  # delta = 0: the attempts' LP levels as they ran
+            assert "linearization_level 0 if k % 2 == 0 / 1 if k % 2 == 1" in (
+                res.certificate.cpsat.num_workers_per_pair
+            )
 
 
 @pytest.mark.parametrize("delta", [0.1, 0.3])
