@@ -600,10 +600,11 @@ class SeparationOracle:
         """Solve every ordered pair with ``threads`` threads, as ``self.schedule`` says.
 
         ``until_found`` (racing schedule only): once some pair has a separating sample,
-        the pairs still undecided ``max(FOUND_GRACE_SECONDS, time to that first sample)``
-        later are stopped and reported UNKNOWN. For a loop that re-solves whenever a
-        sample is found: a proof for this candidate would be thrown away with it.
-        Never changes a call that finds no sample."""
+        a pair still undecided after searching for ``max(FOUND_GRACE_SECONDS, time to
+        that first sample)`` since then (or since it started, if later) is stopped and
+        reported UNKNOWN; pairs not started yet still get that long. For a loop that
+        re-solves whenever a sample is found: a proof for this candidate would be thrown
+        away with it. Never changes a call that finds no sample."""
         comp_slots = [self.register(t) for t in compressed.trees]
         k = len(self.original.base)
         if pairs is None:
@@ -667,6 +668,7 @@ class SeparationOracle:
         results: dict[tuple[int, int], PairResult] = {}
         live: dict[Future, tuple[int, int]] = {}
         started: dict[tuple[int, int], float] = {}  # when each pair's last attempt began
+        first_start: dict[tuple[int, int], float] = {}  # when its first attempt began
 
         def launch(ex: ThreadPoolExecutor) -> None:
             while len(live) <= threads:
@@ -690,6 +692,7 @@ class SeparationOracle:
                 attempt = attempts[pr]
                 attempts[pr] += 1
                 started[pr] = now
+                first_start.setdefault(pr, now)
                 fut = ex.submit(
                     self._solve_pair, *pr, comp, comp_slots, e_req, 1, deadline,
                     race=races[pr], seed=self.seed + attempt,
@@ -716,12 +719,15 @@ class SeparationOracle:
                         attempts[pr] = MAX_ATTEMPTS
                 if until_found and found_at is not None:
                     now = time.perf_counter()
-                    if now - found_at >= max(FOUND_GRACE_SECONDS, found_at - t_start):
-                        for pr in pairs:  # the round has a sample: stop the proofs
-                            if pr not in results:
-                                attempts[pr] = MAX_ATTEMPTS
-                                races[pr].decide()
-                        queue.clear()
+                    grace = max(FOUND_GRACE_SECONDS, found_at - t_start)
+                    for pr in pairs:  # the round has a sample: stop the long searches
+                        if (
+                            pr not in results
+                            and pr in first_start
+                            and now - max(found_at, first_start[pr]) >= grace
+                        ):
+                            attempts[pr] = MAX_ATTEMPTS
+                            races[pr].decide()
                 for pr, race in races.items():
                     if pr in results or race.decided:
                         race.stop()  # repeated: a loser may not have been searching yet
