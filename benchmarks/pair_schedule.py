@@ -29,8 +29,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness
+from cpsat_params import set_race_linearization
 
-from pace_cert import oracle as oracle_mod
 from pace_cert.oracle import ScoreModel
 from pace_cert.pace import CompressConfig, Pace, required_margin
 
@@ -54,7 +54,6 @@ def main() -> int:
     args = p.parse_args()
     sep = "/" if "/" in args.schedules or ":" in args.schedules else ","
     schedules = [x for x in args.schedules.split(sep) if x]
-    shipped = (oracle_mod.RACE_LINEARIZATION, oracle_mod.RACE_LINEARIZATION_PLAUSIBLE)
     lines = [
         "| case | schedule | per seed: statuses, seconds | total (s) | undecided pairs |",
         "|---|---|---|---|---|",
@@ -72,10 +71,7 @@ def main() -> int:
         sm = ScoreModel.from_ensemble(cand)
         for sched in schedules:
             pace.oracle.schedule, _, lin = sched.partition(":")
-            levels = tuple(int(v) for v in lin.split(",")) if lin else None
-            oracle_mod.RACE_LINEARIZATION, oracle_mod.RACE_LINEARIZATION_PLAUSIBLE = (
-                (levels, levels) if levels else shipped
-            )
+            set_race_linearization(tuple(int(v) for v in lin.split(",")) if lin else None)
             cells, total, undecided = [], 0.0, 0
             for seed in range(args.seeds):
                 pace.oracle.seed = seed

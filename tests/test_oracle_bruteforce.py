@@ -334,6 +334,16 @@ def _pool_problem(delta: float):
     return X, original, forest, dom, c_o, oracle
 
 
+def _assert_separates(r, original, c_o, forest, dom, cand, e_req: float) -> None:
+    """A screened or climbed point: inside the region, labelled y0 by the original, and
+    the candidate fails its margin there (float64, no rounding slack)."""
+    x = r.point[None, :]
+    assert region_mask(original, c_o, forest, x, dom)[0]
+    assert original.predict_index(x)[0] == r.y0
+    s = cand.scores(x)[0]
+    assert s[r.y] - s[r.y0] >= -e_req
+
+
 def _separating_rows(cand, X: np.ndarray, y0: np.ndarray, e_req: float) -> np.ndarray:
     """Per row of X (original label y0): whether the candidate fails its margin there."""
     S = cand.scores(X)
@@ -358,11 +368,7 @@ def test_screening_pool_points_are_inside_and_separating(delta):
         found = oracle.screen(ScoreModel.from_ensemble(cand), e_req, per_pair=5)
         assert bool(found) == bool(_separating_rows(cand, PX, Py, e_req).any())
         for r in found:
-            x = r.point[None, :]
-            assert region_mask(original, c_o, forest, x, dom)[0]
-            assert original.predict_index(x)[0] == r.y0
-            s = cand.scores(x)[0]
-            assert s[r.y] - s[r.y0] >= -e_req
+            _assert_separates(r, original, c_o, forest, dom, cand, e_req)
         hits += len(found)
         cp = oracle.separate(ScoreModel.from_ensemble(cand), e_req)
         pts = [r.point for r in cp if r.status == "FEASIBLE"]
@@ -389,11 +395,7 @@ def test_climbed_points_are_inside_and_separating(delta):
         found = oracle.climb(sm, e_req, per_pair=5, width=8, steps=10)
         proved = {(r.y0, r.y) for r in oracle.separate(sm, e_req) if r.status == "INFEASIBLE"}
         for r in found:
-            x = r.point[None, :]
-            assert region_mask(original, c_o, forest, x, dom)[0]
-            assert original.predict_index(x)[0] == r.y0
-            s = cand.scores(x)[0]
-            assert s[r.y] - s[r.y0] >= -e_req
+            _assert_separates(r, original, c_o, forest, dom, cand, e_req)
             assert (r.y0, r.y) not in proved
             assert not any(np.array_equal(r.point, p) for p in oracle._pool[0])
         hits += len(found)
