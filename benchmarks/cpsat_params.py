@@ -18,7 +18,8 @@ Hints (``SeparationOracle.use_hints``) are on unless a variant says ``hints=Fals
 a plausibility forest, ``RACE_LINEARIZATION_PLAUSIBLE`` with one; ``race_linearization=1``
 is the racing schedule before the portfolio: CP-SAT's default on every attempt). T is the
 wall time of ``separate`` with ``--threads``; the status string has one letter per pair
-(I: INFEASIBLE, F: FEASIBLE, U: UNKNOWN).
+(I: INFEASIBLE, F: FEASIBLE, U: UNKNOWN). ``tree_sums=none|plausibility|all`` sets
+``SeparationOracle.tree_sums`` (shipped: ``plausibility``).
 
     python benchmarks/cpsat_params.py --variant use_sat_inprocessing=True \\
         --variant 'use_sat_inprocessing=True;hints=False' --out benchmarks/results/cpsat_params.md
@@ -60,6 +61,7 @@ SHIPPED_RACE_LINEARIZATION = (
     oracle_mod.RACE_LINEARIZATION,
     oracle_mod.RACE_LINEARIZATION_PLAUSIBLE,
 )  # (without, with a plausibility forest); variants change them
+SHIPPED_TREE_SUMS = oracle_mod.TREE_SUMS
 
 
 def set_race_linearization(levels: tuple[int, ...] | None) -> None:
@@ -69,31 +71,37 @@ def set_race_linearization(levels: tuple[int, ...] | None) -> None:
     oracle_mod.RACE_LINEARIZATION_PLAUSIBLE = plausible
 
 
-def parse_variant(
-    spec: str,
-) -> tuple[dict[str, object], bool, str, tuple[int, ...] | None]:
-    """``KEY=VALUE;...`` -> (CP-SAT parameter overrides, hints on, pair schedule,
-    racing portfolio's linearization levels)."""
-    params: dict[str, object] = {}
-    hints = True
-    schedule = "race"
-    race_lin: tuple[int, ...] | None = None
+@dataclasses.dataclass
+class Variant:
+    """One column: CP-SAT parameter overrides and the oracle's own switches."""
+
+    params: dict[str, object]
+    hints: bool = True
+    schedule: str = "race"
+    race_linearization: tuple[int, ...] | None = None  # None: as shipped
+    tree_sums: str = SHIPPED_TREE_SUMS
+
+
+def parse_variant(spec: str) -> Variant:
+    """``KEY=VALUE;...`` -> a :class:`Variant` (unknown keys are CP-SAT parameters)."""
+    v = Variant(params={})
     for kv in filter(None, spec.split(";")):
         key, value = kv.split("=", 1)
         if key == "schedule":
-            schedule = value
-            continue
-        if key == "race_linearization":
-            race_lin = tuple(int(v) for v in value.split(","))
-            continue
-        parsed: object = {"True": True, "False": False}.get(value)
-        if parsed is None:
-            parsed = float(value) if "." in value else int(value)
-        if key == "hints":
-            hints = bool(parsed)
+            v.schedule = value
+        elif key == "tree_sums":
+            v.tree_sums = value
+        elif key == "race_linearization":
+            v.race_linearization = tuple(int(x) for x in value.split(","))
         else:
-            params[key] = parsed
-    return params, hints, schedule, race_lin
+            parsed: object = {"True": True, "False": False}.get(value)
+            if parsed is None:
+                parsed = float(value) if "." in value else int(value)
+            if key == "hints":
+                v.hints = bool(parsed)
+            else:
+                v.params[key] = parsed
+    return v
 
 
 def candidates(prep: harness.Prepared, pace: Pace) -> list[tuple[str, object]]:
@@ -147,12 +155,13 @@ def main() -> int:
             sm = ScoreModel.from_ensemble(cand)
             cells = []
             for v in variants:
-                params, hints, schedule, race_lin = parse_variant("" if v == "default" else v)
-                set_race_linearization(race_lin)
+                var = parse_variant("" if v == "default" else v)
+                set_race_linearization(var.race_linearization)
                 oracle_mod.CPSAT_PARAMS.clear()
-                oracle_mod.CPSAT_PARAMS.update({**shipped, **params})
-                oracle.use_hints = hints
-                oracle.schedule = schedule
+                oracle_mod.CPSAT_PARAMS.update({**shipped, **var.params})
+                oracle.use_hints = var.hints
+                oracle.schedule = var.schedule
+                oracle.tree_sums = var.tree_sums
                 t = time.perf_counter()
                 res = oracle.separate(
                     sm, required_margin(cand), threads=args.threads, time_limit=args.time_limit

@@ -13,6 +13,10 @@ oracle seed and per schedule (``SeparationOracle.schedule``):
   these levels (shipped: ``oracle.RACE_LINEARIZATION_PLAUSIBLE`` here, as every case has
   a plausibility forest; ``race:1`` is the race before the LP portfolio).
 
+A schedule may end in ``+KEY=VALUE`` settings as ``cpsat_params.py --variant`` takes
+them, e.g. ``race:1+tree_sums=none+cp_model_presolve=True`` (the oracle before
+per-tree plausibility sums and with CP-SAT's presolve).
+
 Single-worker searches for a separating point have heavy-tailed times (seconds for
 most seeds, minutes for some), which one run per setting cannot show.
 
@@ -29,9 +33,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness
-from cpsat_params import set_race_linearization
+from cpsat_params import parse_variant, set_race_linearization
 
-from pace_cert.oracle import ScoreModel
+from pace_cert import oracle as oracle_mod
 from pace_cert.pace import CompressConfig, Pace, required_margin
 
 CASES = [("spambase", 50), ("spambase", 100), ("cancer", 25), ("diabetes", 50), ("seeds", 25)]
@@ -59,6 +63,7 @@ def main() -> int:
         "|---|---|---|---|---|",
     ]
     totals = {s: 0.0 for s in schedules}
+    shipped = dict(oracle_mod.CPSAT_PARAMS)
     for ds, n in CASES:
         name = f"{ds}-n{n}"
         if args.only not in name:
@@ -68,10 +73,15 @@ def main() -> int:
         learners = list(prep.original.trees)
         sol = pace.l1_master.solve(pace.matrix(learners), len(learners))
         cand, _ = pace.candidate(sol, learners)
-        sm = ScoreModel.from_ensemble(cand)
+        sm = oracle_mod.ScoreModel.from_ensemble(cand)
         for sched in schedules:
-            pace.oracle.schedule, _, lin = sched.partition(":")
+            base, *settings = sched.split("+")
+            pace.oracle.schedule, _, lin = base.partition(":")
             set_race_linearization(tuple(int(v) for v in lin.split(",")) if lin else None)
+            var = parse_variant(";".join(settings))
+            oracle_mod.CPSAT_PARAMS.clear()
+            oracle_mod.CPSAT_PARAMS.update({**shipped, **var.params})
+            pace.oracle.tree_sums = var.tree_sums
             cells, total, undecided = [], 0.0, 0
             for seed in range(args.seeds):
                 pace.oracle.seed = seed
@@ -87,6 +97,9 @@ def main() -> int:
             row = f"| {name} | {sched} | {' · '.join(cells)} | {total:.1f} | {undecided} |"
             lines.append(row)
             print(row, flush=True)
+    oracle_mod.CPSAT_PARAMS.clear()
+    oracle_mod.CPSAT_PARAMS.update(shipped)
+    set_race_linearization(None)
     lines.append(
         "| **total** | | | " + " / ".join(f"{s} {totals[s]:.1f}" for s in schedules) + " | |"
     )

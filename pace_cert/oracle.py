@@ -35,6 +35,11 @@ from .domain import FeatureDomain
 from .ensemble import LEAF, Ensemble, Tree
 from .scaling import ScaledCondition, scale_condition
 
+# Which conditions get one integer variable per tree (``_post(per_tree=True)``):
+# "plausibility" (the isolation forest's sum: ~100 deep trees, ~9,000 leaves on seeds,
+# one long linear constraint otherwise; benchmarks/results/tree_sums.md), "all" (also
+# the original-margin and separation conditions) or "none".
+TREE_SUMS = "plausibility"
 ENUM_LIMIT = 300_000  # domains with at most this many cells get the enumeration pre-search
 MAX_SPURIOUS = 50  # nogoods per pair and call before the pair is declared UNKNOWN
 
@@ -42,6 +47,8 @@ MAX_SPURIOUS = 50  # nogoods per pair and call before the pair is declared UNKNO
 # of these mostly-propagation problems: 5-20x faster, same statuses; SAT inprocessing
 # (clause vivification) spent most of a proof's search time on the isolation-forest
 # regions: 2-4x faster proofs without it, `benchmarks/results/cpsat_params.md`).
+# Presolve off: a call's presolve (~0.3 s on seeds' isolation-forest region, redone for
+# every pair and round) cost more than it saved, `benchmarks/results/tree_sums.md`.
 # CP-SAT's LP relaxation (`linearization_level`) is set per racing attempt instead:
 # see RACE_LINEARIZATION.
 CPSAT_PARAMS: dict[str, object] = {
@@ -49,6 +56,7 @@ CPSAT_PARAMS: dict[str, object] = {
     "merge_at_most_one_work_limit": 0.0,
     "find_big_linear_overlap": False,
     "use_sat_inprocessing": False,
+    "cp_model_presolve": False,
 }
 
 
@@ -263,6 +271,7 @@ class SeparationOracle:
         self.stats = OracleStats()
         self._pool: tuple[np.ndarray, np.ndarray] | None = None  # (points, labels) inside
         self.use_hints = True  # CP-SAT solution hints from the pool (steer only)
+        self.tree_sums = TREE_SUMS
         # how separate() spreads its threads over the pairs (benchmarks/results/
         # cpsat_params.md): "race" (one single-worker CP-SAT per pair, pairs at once; a
         # thread left idle starts another seed on an undecided pair, the first attempt
@@ -339,31 +348,62 @@ class SeparationOracle:
             conds.append((self._plaus_slots, scale_condition(alphas, c, strict=False)))
         return conds
 
-    def _post(self, m: cp_model.CpModel, slots: list[int], cond: ScaledCondition) -> None:
+    def _post(
+        self,
+        m: cp_model.CpModel,
+        slots: list[int],
+        cond: ScaledCondition,
+        *,
+        per_tree: bool = False,
+    ) -> None:
         """Post ``sum coefs * z >= rhs`` (coefficients shifted to be non-negative).
 
         A right-hand side below the smallest reachable sum is dropped (always true); one
         above the largest makes the model infeasible outright; either way CP-SAT never
         sees a bound outside int64.
+
+        ``per_tree``: the same integers, with one variable per tree holding its leaf's
+        coefficient (domain: the tree's distinct coefficients) and the condition on
+        their sum, instead of one long sum over every leaf boolean.
         """
-        idx: list[int] = []
-        coefs: list[int] = []
+        terms: list[tuple[list[int], list[int]]] = []  # per tree: (leaf var indices, coefs)
         rhs = cond.rhs
         top = 0
         for slot, a in zip(slots, cond.coefs):
             lo = int(a.min()) if a.size else 0
             rhs -= lo  # exactly one leaf per tree: shift to non-negative coefficients
             nz = np.flatnonzero(a != lo)
-            idx.extend(int(v) for v in self._slots[slot].var_index[nz])
-            coefs.extend(int(v) for v in (a[nz] - lo))
+            if nz.size:
+                terms.append(
+                    (
+                        [int(v) for v in self._slots[slot].var_index[nz]],
+                        [int(v) for v in (a[nz] - lo)],
+                    )
+                )
             top += int(a.max()) - lo if a.size else 0
         if rhs <= 0:
             return  # every leaf combination satisfies it
         if rhs > top:
             m.add_bool_or([])  # no leaf combination satisfies it
             return
-        vars_ = [m.get_bool_var_from_proto_index(i) for i in idx]
-        m.add(cp_model.LinearExpr.weighted_sum(vars_, coefs) >= rhs)
+        if not per_tree:
+            vars_ = [m.get_bool_var_from_proto_index(i) for ix, _ in terms for i in ix]
+            coefs = [c for _, cs in terms for c in cs]
+            m.add(cp_model.LinearExpr.weighted_sum(vars_, coefs) >= rhs)
+            return
+        sums = []
+        for ix, cs in terms:
+            d = m.new_int_var_from_domain(cp_model.Domain.from_values([0, *cs]), "")
+            zs = [m.get_bool_var_from_proto_index(i) for i in ix]
+            m.add(d == cp_model.LinearExpr.weighted_sum(zs, cs))  # one leaf: d is its coef
+            sums.append(d)
+        m.add(cp_model.LinearExpr.sum(sums) >= rhs)
+
+    def _per_tree(self, slots: list[int]) -> bool:
+        """Whether a condition over ``slots`` is posted with one variable per tree."""
+        if self.tree_sums == "all":
+            return True
+        return self.tree_sums == "plausibility" and slots is self._plaus_slots
 
     # ------------------------------------------------------- enumeration pre-search
     def _grid(self):
@@ -760,7 +800,7 @@ class SeparationOracle:
             m.proto.solution_hint.values.extend(hint[1].tolist())
         region_err = 0.0
         for slots, cond in self._region_conds[y0]:
-            self._post(m, slots, cond)
+            self._post(m, slots, cond, per_tree=self._per_tree(slots))
             region_err = max(region_err, cond.error_bound)
         alphas = [
             tab[self._slots[s].leaves, y] - tab[self._slots[s].leaves, y0]
@@ -768,7 +808,7 @@ class SeparationOracle:
         ]
         c = Fraction(-e_req) - (Fraction(float(comp.base[y])) - Fraction(float(comp.base[y0])))
         sep = scale_condition(alphas, c, strict=False)
-        self._post(m, comp_slots, sep)
+        self._post(m, comp_slots, sep, per_tree=self._per_tree(comp_slots))
         res = PairResult(y0, y, "UNKNOWN", scale_exp=sep.scale_exp, error_bound=sep.error_bound)
         res.region_error_bound = region_err
         solver = cp_model.CpSolver()

@@ -125,7 +125,14 @@ class ObjectiveSeparationOracle(SeparationOracle):
         finally:
             self._local.goal = None
 
-    def _post(self, m: cp_model.CpModel, slots: list[int], cond: ScaledCondition) -> None:
+    def _post(
+        self,
+        m: cp_model.CpModel,
+        slots: list[int],
+        cond: ScaledCondition,
+        *,
+        per_tree: bool = False,
+    ) -> None:
         """Region conditions as in the base class; the separation one as the objective.
 
         The objective keeps every leaf's integer coefficient unshifted (CP-SAT handles
@@ -134,7 +141,7 @@ class ObjectiveSeparationOracle(SeparationOracle):
         """
         goal = self._goal()
         if goal is None or slots is not goal.comp_slots:
-            super()._post(m, slots, cond)
+            super()._post(m, slots, cond, per_tree=per_tree)
             return
         vars_: list[cp_model.IntVar] = []
         coefs: list[int] = []

@@ -27,12 +27,23 @@ from pace_cert.runtime import labels, session
 from .helpers import candidates, oracle_region, small_problem
 
 
-def _check(original, orig_onnx, cand, eta, forest, binary, threads=1, schedule="parallel"):
+def _check(
+    original,
+    orig_onnx,
+    cand,
+    eta,
+    forest,
+    binary,
+    threads=1,
+    schedule="parallel",
+    tree_sums="plausibility",
+):
     info = OnnxModelInfo("X", "label", "probabilities", False)
     comp_onnx = ensemble_to_onnx(cand, info).SerializeToString()
     dom, region, c_o = oracle_region(original, cand.trees, eta, forest, binary)
     oracle = SeparationOracle(dom, ScoreModel.from_ensemble(original), region)
     oracle.schedule = schedule
+    oracle.tree_sums = tree_sums
     e_req = required_margin(cand)
     results = oracle.separate(ScoreModel.from_ensemble(cand), e_req, threads=threads)
     assert [(r.y0, r.y) for r in results] == [
@@ -317,6 +328,59 @@ def test_oracle_with_plausibility_and_binary_domain(delta):
             original, model.SerializeToString(), cand, 0.1, forest, infer_binary(X), 2, "race"
         )
         assert [r.status for r in got] == [r.status for r in ref]
+
+
+def test_per_tree_sums_answer_as_brute_force_and_as_the_flat_sums():
+    """The plausibility (and, with "all", every) condition posted as one integer per tree
+    gives the same statuses as the long flat sum, each checked against every cell."""
+    from pace_cert.plausibility import fit_plausibility
+
+    rng = np.random.default_rng(5)  # binary features: the brute force stays small
+    X = rng.integers(0, 2, size=(300, 6)).astype(np.float32)
+    y = (X[:, 0] + X[:, 1] * X[:, 2] + X[:, 3] + rng.uniform(size=300)).astype(int) % 3
+    model = zoo.export_onnx(zoo.make_model("rf", 8, 2, 0).fit(X, y), 6)
+    original, _ = ensemble_from_model(model)
+    forest = fit_plausibility(X, 0.2, n_estimators=12, seed=0)
+    orig_onnx = model.SerializeToString()
+    statuses: dict[str, list[str]] = {}
+    for tree_sums in ("none", "plausibility", "all"):
+        rng = np.random.default_rng(3)  # the same candidates for each encoding
+        statuses[tree_sums] = []
+        for cand in candidates(original, rng):
+            res = _check(
+                original, orig_onnx, cand, 0.1, forest, infer_binary(X), tree_sums=tree_sums
+            )
+            statuses[tree_sums] += [r.status for r in res]
+    assert statuses["plausibility"] == statuses["none"] == statuses["all"]
+    assert {"INFEASIBLE", "FEASIBLE"} <= set(statuses["none"])  # both answers exercised
+
+
+def test_per_tree_sums_post_one_bounded_integer_per_isolation_tree():
+    from pace_cert.plausibility import fit_plausibility
+
+    X, y = small_problem(11, n_features=3, n_classes=2, n_rows=200)
+    original, _ = ensemble_from_model(zoo.export_onnx(zoo.make_model("rf", 4, 2, 0).fit(X, y), 3))
+    forest = fit_plausibility(X, 0.2, n_estimators=12, seed=0)
+    dom, region, _ = oracle_region(original, (), 0.0, forest)
+    oracle = SeparationOracle(dom, ScoreModel.from_ensemble(original), region)
+    slots, cond = oracle._region_conds[0][-1]
+    assert slots is oracle._plaus_slots
+    varying = [a for a in cond.coefs if np.ptp(a) > 0]  # trees whose leaves differ
+    base = len(oracle.model.proto.constraints)
+    added = {}
+    for per_tree in (False, True):
+        m = oracle.model.clone()
+        n_vars = len(m.proto.variables)
+        oracle._post(m, slots, cond, per_tree=per_tree)
+        variables = m.proto.variables
+        new = [variables[i] for i in range(n_vars, len(variables))]
+        added[per_tree] = (len(new), len(m.proto.constraints) - base)
+        for v, a in zip(new, varying):  # domain: the tree's shifted coefficients
+            domain = list(v.domain)  # sorted [lo, hi] intervals
+            assert domain[0] == 0 and domain[-1] == a.max() - a.min()
+    assert len(varying) > 1
+    assert added[False] == (0, 1)  # one long sum over the leaf booleans
+    assert added[True] == (len(varying), len(varying) + 1)  # a link per tree, then the sum
 
 
 def _pool_problem(delta: float):
