@@ -35,7 +35,7 @@ from .domain import FeatureDomain
 from .ensemble import LEAF, Ensemble, Tree
 from .scaling import ScaledCondition, scale_condition
 
-# Which conditions get one integer variable per tree (``_post(per_tree=True)``):
+# Which conditions ``_post`` writes with one integer variable per tree:
 # "plausibility" (the isolation forest's sum: ~100 deep trees, ~9,000 leaves on seeds,
 # one long linear constraint otherwise; benchmarks/results/tree_sums.md), "all" (also
 # the original-margin and separation conditions) or "none".
@@ -348,23 +348,17 @@ class SeparationOracle:
             conds.append((self._plaus_slots, scale_condition(alphas, c, strict=False)))
         return conds
 
-    def _post(
-        self,
-        m: cp_model.CpModel,
-        slots: list[int],
-        cond: ScaledCondition,
-        *,
-        per_tree: bool = False,
-    ) -> None:
+    def _post(self, m: cp_model.CpModel, slots: list[int], cond: ScaledCondition) -> None:
         """Post ``sum coefs * z >= rhs`` (coefficients shifted to be non-negative).
 
         A right-hand side below the smallest reachable sum is dropped (always true); one
         above the largest makes the model infeasible outright; either way CP-SAT never
         sees a bound outside int64.
 
-        ``per_tree``: the same integers, with one variable per tree holding its leaf's
-        coefficient (domain: the tree's distinct coefficients) and the condition on
-        their sum, instead of one long sum over every leaf boolean.
+        Where ``self.tree_sums`` says so (:meth:`_per_tree`): the same integers, with one
+        variable per tree holding its leaf's coefficient (domain: the tree's distinct
+        coefficients) and the condition on their sum, instead of one long sum over every
+        leaf boolean.
         """
         terms: list[tuple[list[int], list[int]]] = []  # per tree: (leaf var indices, coefs)
         rhs = cond.rhs
@@ -386,7 +380,7 @@ class SeparationOracle:
         if rhs > top:
             m.add_bool_or([])  # no leaf combination satisfies it
             return
-        if not per_tree:
+        if not self._per_tree(slots):
             vars_ = [m.get_bool_var_from_proto_index(i) for ix, _ in terms for i in ix]
             coefs = [c for _, cs in terms for c in cs]
             m.add(cp_model.LinearExpr.weighted_sum(vars_, coefs) >= rhs)
@@ -800,7 +794,7 @@ class SeparationOracle:
             m.proto.solution_hint.values.extend(hint[1].tolist())
         region_err = 0.0
         for slots, cond in self._region_conds[y0]:
-            self._post(m, slots, cond, per_tree=self._per_tree(slots))
+            self._post(m, slots, cond)
             region_err = max(region_err, cond.error_bound)
         alphas = [
             tab[self._slots[s].leaves, y] - tab[self._slots[s].leaves, y0]
@@ -808,7 +802,7 @@ class SeparationOracle:
         ]
         c = Fraction(-e_req) - (Fraction(float(comp.base[y])) - Fraction(float(comp.base[y0])))
         sep = scale_condition(alphas, c, strict=False)
-        self._post(m, comp_slots, sep, per_tree=self._per_tree(comp_slots))
+        self._post(m, comp_slots, sep)
         res = PairResult(y0, y, "UNKNOWN", scale_exp=sep.scale_exp, error_bound=sep.error_bound)
         res.region_error_bound = region_err
         solver = cp_model.CpSolver()

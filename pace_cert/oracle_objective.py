@@ -125,14 +125,7 @@ class ObjectiveSeparationOracle(SeparationOracle):
         finally:
             self._local.goal = None
 
-    def _post(
-        self,
-        m: cp_model.CpModel,
-        slots: list[int],
-        cond: ScaledCondition,
-        *,
-        per_tree: bool = False,
-    ) -> None:
+    def _post(self, m: cp_model.CpModel, slots: list[int], cond: ScaledCondition) -> None:
         """Region conditions as in the base class; the separation one as the objective.
 
         The objective keeps every leaf's integer coefficient unshifted (CP-SAT handles
@@ -141,7 +134,7 @@ class ObjectiveSeparationOracle(SeparationOracle):
         """
         goal = self._goal()
         if goal is None or slots is not goal.comp_slots:
-            super()._post(m, slots, cond, per_tree=per_tree)
+            super()._post(m, slots, cond)
             return
         vars_: list[cp_model.IntVar] = []
         coefs: list[int] = []

@@ -369,9 +369,10 @@ def test_per_tree_sums_post_one_bounded_integer_per_isolation_tree():
     base = len(oracle.model.proto.constraints)
     added = {}
     for per_tree in (False, True):
+        oracle.tree_sums = "plausibility" if per_tree else "none"
         m = oracle.model.clone()
         n_vars = len(m.proto.variables)
-        oracle._post(m, slots, cond, per_tree=per_tree)
+        oracle._post(m, slots, cond)
         variables = m.proto.variables
         new = [variables[i] for i in range(n_vars, len(variables))]
         added[per_tree] = (len(new), len(m.proto.constraints) - base)
