@@ -56,6 +56,7 @@ from . import master
 from .master import INF, MasterSolution, load_highs, new_highs, normalise_columns
 
 FEASIBLE_RHO = 1e-9  # normalised margin above which a support counts as feasible
+PROGRESS_SECONDS = 15.0  # a long solve reports its bounds this often (``progress``)
 
 
 @dataclass
@@ -230,13 +231,16 @@ class L0Cover:
         deadline: float | None = None,
         fallback: np.ndarray | None = None,
         usable: Callable[[MasterSolution], bool] | None = None,
+        progress: Callable[[str], None] | None = None,
     ) -> MasterSolution:
         """A minimum support for rows ``A`` (layout of :func:`master.margin_rows`) with
         max-margin weights on it (rescaled so every row meets >= 1) that pass ``usable``.
         ``optimal`` is False when the deadline stopped the search; then the smallest
         usable feasible support seen is returned: ``warm_support`` or ``fallback`` (e.g.
-        a certified model's support) if so, else every learner."""
+        a certified model's support) if so, else every learner. ``progress`` receives a
+        line (lower bound, best support, cuts) every ``PROGRESS_SECONDS`` of search."""
         t0 = time.perf_counter()
+        reported = t0
         An, scale = normalise_columns(A, self.T)
         lp = MarginLP(An, self.T, self.offset_bound, self.seed)
         best = None  # (support, solution)
@@ -295,7 +299,15 @@ class L0Cover:
                 break
             if out_of_time():
                 break
-            left = None if deadline is None else deadline - time.perf_counter()
+            now = time.perf_counter()
+            if progress is not None and now - reported >= PROGRESS_SECONDS:
+                reported = now
+                progress(
+                    f"cover: {now - t0:.0f} s, lower bound {self.lb}, best usable support "
+                    f"{len(best[0]) if best is not None else 'none yet'}, "
+                    f"{self.stats.cuts} cuts"
+                )
+            left = None if deadline is None else deadline - now
             S = self._master(left)
             if S is None or isinstance(S, str):  # out of time / only numerical noise
                 break

@@ -27,7 +27,7 @@ import numpy as np
 from . import master, refit
 from .domain import FeatureDomain, build_domain, infer_binary, infer_integer
 from .ensemble import Ensemble, Tree, float32_sum_guard
-from .l0_cover import L0Cover
+from .l0_cover import PROGRESS_SECONDS, L0Cover
 from .oracle import PairResult, RegionSpec, ScoreModel, SeparationOracle
 from .region import margin_mask
 
@@ -539,6 +539,7 @@ class Pace:
                     deadline=time.perf_counter() + tl,
                     fallback=fb,
                     usable=usable,
+                    progress=lambda m: self.say(f"[l0] {m}"),
                 )
                 last["sol"] = s
                 self.l0_optimal = s.optimal
@@ -628,6 +629,10 @@ class Pace:
                 return
             size = res.model.n_trees
             last["again"] = True
+            self.say(
+                f"[l0] {size} learners certified but not proved minimal; re-solving the L0 "
+                "master" + ("" if left is None else f" with up to {left:.0f} s")
+            )
             nxt = self.faithful_loop("l0", solve, learners)
             self._offer_l0(nxt, name)
             if not nxt.certified or nxt.model is None:
@@ -841,10 +846,23 @@ class Pace:
             if size <= 2:
                 res = first_certified(lambda size=size: pool_sets(size))
             if res is None and size >= 2:
-                for base in bases(size):
+                n_bases = (
+                    len(trees)
+                    if size == 2
+                    else n_best * (n_best - 1) // 2 + n_best * (len(trees) - n_best)
+                )
+                reported = time.perf_counter()
+                for i, base in enumerate(bases(size)):
                     res = first_certified(lambda base=base: with_partners(base))
                     if res is not None or out_of_time():
                         break
+                    if time.perf_counter() - reported >= PROGRESS_SECONDS:
+                        reported = time.perf_counter()
+                        self.say(
+                            f"[refit] {size} partitions: partners searched for {i + 1} of "
+                            f"at most {n_bases} bases, {len(tried)} sets tried, "
+                            f"{reported - t0:.0f} s"
+                        )
             if res is not None:
                 self.say(f"[refit] certified {res.model.n_trees} learners with re-fitted leaves")
                 return res

@@ -147,3 +147,19 @@ def test_cover_drops_rejections_that_new_rows_make_usable():
     assert cover.stats.rejected >= 1 and first.weights[banned] == 0
     again = cover.solve(np.vstack([A, A[:1]]))  # new rows; everything usable now
     assert again.optimal and int(again.objective) == int(free.objective)
+
+
+def test_cover_reports_progress_on_long_searches(monkeypatch):
+    """A long cover search says where it is (lower bound, best support, cuts) every
+    ``PROGRESS_SECONDS``; the reports change nothing in the answer."""
+    from pace_cert import l0_cover
+
+    A, T = _rows(0, 3)
+    quiet = L0Cover(T, 2, seed=0).solve(A)
+    monkeypatch.setattr(l0_cover, "PROGRESS_SECONDS", 0.0)  # report before every iteration
+    lines: list[str] = []
+    cover = L0Cover(T, 2, seed=0)
+    sol = cover.solve(A, progress=lines.append)
+    assert sol.optimal and sol.objective == quiet.objective
+    assert len(lines) == len(cover.stats.history) >= 1  # one per master solve
+    assert all(line.startswith("cover: ") and "lower bound" in line for line in lines)
