@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import master, refit
+from . import l0_cover, master, refit
 from .domain import FeatureDomain, build_domain, infer_binary, infer_integer
 from .ensemble import Ensemble, Tree, float32_sum_guard
-from .l0_cover import PROGRESS_SECONDS, L0Cover
+from .l0_cover import L0Cover
 from .oracle import PairResult, RegionSpec, ScoreModel, SeparationOracle
 from .region import margin_mask
 
@@ -856,7 +856,7 @@ class Pace:
                     res = first_certified(lambda base=base: with_partners(base))
                     if res is not None or out_of_time():
                         break
-                    if time.perf_counter() - reported >= PROGRESS_SECONDS:
+                    if time.perf_counter() - reported >= l0_cover.PROGRESS_SECONDS:
                         reported = time.perf_counter()
                         self.say(
                             f"[refit] {size} partitions: partners searched for {i + 1} of "

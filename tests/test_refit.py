@@ -154,3 +154,26 @@ def test_refit_triple_beats_prune_on_fico_table2(tmp_path):
     """fico RF25 (about 2 minutes): prune certifies 4; PACE 3 trees with re-fitted
     leaves (a pair of the best model's partitions and a partner)."""
     _refit_beats_prune(tmp_path, "fico", 25)
+
+
+def test_refit_search_reports_progress(monkeypatch):
+    """The refit phase's partner search says how far it is (bases searched, sets
+    tried) every ``l0_cover.PROGRESS_SECONDS``; compas RF25 needs several bases."""
+    from pace_cert import l0_cover, zoo
+    from pace_cert.onnx_reader import ensemble_from_model
+    from pace_cert.pace import CompressConfig, compress
+
+    X, y, _names = zoo.load_dataset("compas")
+    X_train, _, y_train, _ = zoo.split(zoo.bin_features(X), y, 0)
+    model = zoo.make_model("rf", 25, 2, 0).fit(X_train, y_train)
+    original, _ = ensemble_from_model(zoo.export_onnx(model, X.shape[1]))
+    monkeypatch.setattr(l0_cover, "PROGRESS_SECONDS", 0.0)  # report after every base
+    lines: list[str] = []
+    cfg = CompressConfig(mode="pace", eta=0.1, delta=0.1, time_limit=300, seed=0)
+    res = compress(original, X_train, cfg, lines.append)
+    assert res.certified and res.compressed.n_trees == 2
+    reports = [m for m in lines if m.startswith("[refit] 2 partitions: partners searched")]
+    assert len(reports) >= 2
+    assert [int(m.split(" for ")[1].split()[0]) for m in reports] == list(
+        range(1, len(reports) + 1)
+    )
