@@ -846,11 +846,6 @@ class Pace:
             if size <= 2:
                 res = first_certified(lambda size=size: pool_sets(size))
             if res is None and size >= 2:
-                n_bases = (
-                    len(trees)
-                    if size == 2
-                    else n_best * (n_best - 1) // 2 + n_best * (len(trees) - n_best)
-                )
                 reported = time.perf_counter()
                 for i, base in enumerate(bases(size)):
                     res = first_certified(lambda base=base: with_partners(base))
@@ -859,9 +854,8 @@ class Pace:
                     if time.perf_counter() - reported >= l0_cover.PROGRESS_SECONDS:
                         reported = time.perf_counter()
                         self.say(
-                            f"[refit] {size} partitions: partners searched for {i + 1} of "
-                            f"at most {n_bases} bases, {len(tried)} sets tried, "
-                            f"{reported - t0:.0f} s"
+                            f"[refit] {size} partitions: partners searched for {i + 1} "
+                            f"bases, {len(tried)} sets tried, {reported - t0:.0f} s"
                         )
             if res is not None:
                 self.say(f"[refit] certified {res.model.n_trees} learners with re-fitted leaves")

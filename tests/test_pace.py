@@ -51,14 +51,21 @@ def assert_verifies_exhaustively(model, out) -> None:
     assert rep.status == "verified", rep.message
 
 
-def prune_and_pace(tmp_path, dataset: str, n: int, eta: float, delta: float) -> dict:
-    """The harness's seed-0 RF n x depth 2 on ``dataset`` (binned, 80 % split) written
-    to ``tmp_path``; prune and pace through the CLI's use case (300 s cap), each exiting
-    0 and verifying on every cell. Returns the certificate per mode."""
+def table2_forest(dataset: str, n: int):
+    """The harness's seed-0 RF n x depth 2 on ``dataset`` (binned, 80 % split): the
+    ONNX model, the training rows and labels, and the column names."""
     X, y, names = zoo.load_dataset(dataset)
     X_train, _, y_train, _ = zoo.split(zoo.bin_features(X), y, 0)
     model = zoo.make_model("rf", n, 2, 0).fit(X_train, y_train)
-    (tmp_path / "model.onnx").write_bytes(zoo.export_onnx(model, X.shape[1]).SerializeToString())
+    return zoo.export_onnx(model, X.shape[1]), X_train, y_train, names
+
+
+def prune_and_pace(tmp_path, dataset: str, n: int, eta: float, delta: float) -> dict:
+    """:func:`table2_forest` written to ``tmp_path``; prune and pace through the CLI's
+    use case (300 s cap), each exiting 0 and verifying on every cell. Returns the
+    certificate per mode."""
+    onnx_model, X_train, y_train, names = table2_forest(dataset, n)
+    (tmp_path / "model.onnx").write_bytes(onnx_model.SerializeToString())
     zoo.write_csv(tmp_path / "train.csv", X_train, y_train, names)
     certs = {}
     for mode in ("prune", "pace"):

@@ -159,14 +159,14 @@ def test_refit_triple_beats_prune_on_fico_table2(tmp_path):
 def test_refit_search_reports_progress(monkeypatch):
     """The refit phase's partner search says how far it is (bases searched, sets
     tried) every ``l0_cover.PROGRESS_SECONDS``; compas RF25 needs several bases."""
-    from pace_cert import l0_cover, zoo
+    from pace_cert import l0_cover
     from pace_cert.onnx_reader import ensemble_from_model
     from pace_cert.pace import CompressConfig, compress
 
-    X, y, _names = zoo.load_dataset("compas")
-    X_train, _, y_train, _ = zoo.split(zoo.bin_features(X), y, 0)
-    model = zoo.make_model("rf", 25, 2, 0).fit(X_train, y_train)
-    original, _ = ensemble_from_model(zoo.export_onnx(model, X.shape[1]))
+    from .test_pace import table2_forest
+
+    onnx_model, X_train, _, _ = table2_forest("compas", 25)
+    original, _ = ensemble_from_model(onnx_model)
     monkeypatch.setattr(l0_cover, "PROGRESS_SECONDS", 0.0)  # report after every base
     lines: list[str] = []
     cfg = CompressConfig(mode="pace", eta=0.1, delta=0.1, time_limit=300, seed=0)
