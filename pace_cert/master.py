@@ -23,8 +23,10 @@ The solvers only choose weights; faithfulness is decided by the oracle alone.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import highspy
@@ -394,8 +396,13 @@ def solve_l0_gurobi(
     seed: int = 0,
     time_limit: float | None = None,
     min_support: int = 0,
+    progress: Callable[[str], None] | None = None,
+    progress_seconds: float = 15.0,
 ) -> MasterSolution:
-    """Problem P on gurobipy (same formulation as :func:`solve_l0`)."""
+    """Problem P on gurobipy (same formulation as :func:`solve_l0`).
+
+    ``progress``: called every ``progress_seconds`` of the solve with its best support
+    and lower bound so far (a long solve is not silent)."""
     import gurobipy as gp
 
     T = n_learners
@@ -427,7 +434,7 @@ def solve_l0_gurobi(
             w.Start = ww
             u.Start = (ww > 0).astype(float)
             b.Start = np.asarray(warm[T : T + nb], float)
-        m.optimize()
+        m.optimize(None if progress is None else _gurobi_reporter(progress, progress_seconds))
         if m.SolCount == 0:
             raise NoIncumbent(f"L0 master (gurobi) found no solution: status {m.Status}")
         uu = u.X
@@ -441,6 +448,28 @@ def solve_l0_gurobi(
         )
     finally:
         env.dispose()
+
+
+def _gurobi_reporter(progress: Callable[[str], None], period: float):
+    """A gurobipy callback reporting the MIP's incumbent and bound every ``period``
+    seconds of its run time."""
+    import gurobipy as gp
+
+    due = [period]
+
+    def report(model, where) -> None:
+        if where != gp.GRB.Callback.MIP:
+            return
+        t = model.cbGet(gp.GRB.Callback.RUNTIME)
+        if t < due[0]:
+            return
+        due[0] = t + period
+        best = model.cbGet(gp.GRB.Callback.MIP_OBJBST)
+        bound = model.cbGet(gp.GRB.Callback.MIP_OBJBND)
+        have = f"best support {best:.0f}" if best < gp.GRB.INFINITY else "no support yet"
+        progress(f"MILP: {t:.0f} s, {have}, lower bound {math.ceil(bound - 1e-6)}")
+
+    return report
 
 
 def load_highs(h, M, cost, lower, upper, row_lo=None, row_hi=None) -> None:

@@ -546,6 +546,12 @@ class Pace:
                 return reweighted(s)  # computed already when the cover tested it
             # rows were only added since the last solve: its optimum is a lower bound
             lb = round(start.objective) if start is not None and start.optimal else 0
+            report = {}
+            if solver is master.solve_l0_gurobi:  # HiGHS' big-M solve has no reports
+                report = {
+                    "progress": lambda m: self.say(f"[l0] {m}"),
+                    "progress_seconds": l0_cover.PROGRESS_SECONDS,
+                }
             try:
                 s = solver(
                     A,
@@ -556,6 +562,7 @@ class Pace:
                     seed=self.cfg.seed,
                     time_limit=tl,
                     min_support=lb,
+                    **report,
                 )
             except master.NoIncumbent as e:
                 # no incumbent by the time limit (the warm support fails the new rows),

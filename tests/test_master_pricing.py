@@ -254,3 +254,38 @@ def test_l0_milp_without_a_solution_raises_no_incumbent(solver):
     solve = master.solve_l0 if solver == "highs" else master.solve_l0_gurobi
     with pytest.raises(master.NoIncumbent):
         solve(A, len(learners), 0.5 * l1.objective / len(learners))
+
+
+def test_gurobi_l0_reports_progress_during_a_solve():
+    """With a period of 0 the gurobipy L0 solve reports from its MIP callback; every
+    report's best support is a real support (>= the optimum) and its lower bound never
+    exceeds the optimum. With a long period it says nothing."""
+    if not master.gurobi_available():
+        pytest.skip("gurobipy not installed")
+    import re
+
+    from pace_cert import zoo
+    from pace_cert.onnx_reader import ensemble_from_model
+
+    X, y = small_problem(1, n_features=4, n_classes=3)
+    ens, _ = ensemble_from_model(zoo.export_onnx(zoo.make_model("rf", 40, 2, 1).fit(X, y), 4))
+    learners = list(ens.trees)
+    A = master.margin_rows(leaf_values(learners, X), ens.predict_index(X))
+    big_m = 10 * master.solve_l1(A, len(learners)).objective
+    msgs: list[str] = []
+    sol = master.solve_l0_gurobi(
+        A, len(learners), big_m, progress=msgs.append, progress_seconds=0.0
+    )
+    assert sol.optimal and msgs
+    for m in msgs:
+        got = re.fullmatch(
+            r"MILP: \d+ s, (?:best support (\d+)|no support yet), lower bound (-?\d+)", m
+        )
+        assert got, m
+        if got.group(1) is not None:
+            assert int(got.group(1)) >= sol.objective
+        assert int(got.group(2)) <= sol.objective
+    assert any("best support" in m for m in msgs)
+    quiet: list[str] = []
+    master.solve_l0_gurobi(A, len(learners), big_m, progress=quiet.append, progress_seconds=1e9)
+    assert quiet == []
