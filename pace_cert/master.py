@@ -467,7 +467,8 @@ def _gurobi_reporter(progress: Callable[[str], None], period: float):
         best = model.cbGet(gp.GRB.Callback.MIP_OBJBST)
         bound = model.cbGet(gp.GRB.Callback.MIP_OBJBND)
         have = f"best support {best:.0f}" if best < gp.GRB.INFINITY else "no support yet"
-        progress(f"MILP: {t:.0f} s, {have}, lower bound {math.ceil(bound - 1e-6)}")
+        low = max(0, math.ceil(bound - 1e-6)) if bound > -gp.GRB.INFINITY else 0  # sum u >= 0
+        progress(f"MILP: {t:.0f} s, {have}, lower bound {low}")
 
     return report
 
