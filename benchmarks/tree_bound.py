@@ -33,14 +33,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import highspy
 import numpy as np
-from scipy.optimize import linprog
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness
 import paper_values as pv
 
+from pace_cert.master import INF, load_highs, new_highs
 from pace_cert.pace import CompressConfig, Pace
 
 CASES = [(ds, n) for ds in ("compas", "fico") for n in (25, 50, 100)]
@@ -90,14 +91,12 @@ def _additive(joint_labels: dict[tuple[int, int], int], k: int) -> bool:
             row[a * k + lab] -= 1
             row[4 * k + b * k + lab] -= 1
             rows.append(row)
-    res = linprog(
-        np.zeros(n),
-        A_ub=np.array(rows),
-        b_ub=np.full(len(rows), -1.0),
-        bounds=[(None, None)] * n,
-        method="highs",
-    )
-    return res.status == 0
+    h = new_highs()
+    M = np.array(rows)
+    load_highs(h, M, np.zeros(n), np.full(n, -INF), np.full(n, INF),
+               np.full(len(M), -INF), np.full(len(M), -1.0))  # fmt: skip
+    h.run()
+    return h.getModelStatus() == highspy.HighsModelStatus.kOptimal
 
 
 def one_tree(X: np.ndarray, y: np.ndarray) -> Tree2 | None:
@@ -194,21 +193,24 @@ def render(rows: list[TreeBound], command: str) -> str:
         "cell; `>= 3` when no single tree and no pair can. No faithful depth-2 model in "
         "this region is smaller.",
         "",
-        "| dataset | n | cells | splits | one tree pure? | 6-subsets hosting a pure pair "
-        "| pure pairs (to the first additive one) | fewest trees | search (s) | paper PACE S "
-        "| paper PACE reachable here? |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    header = ["dataset", "n", "cells", "splits", "one tree pure?",
+              "6-subsets hosting a pure pair", "pure pairs (to the first additive one)",
+              "fewest trees", "search (s)", "paper PACE S",
+              "paper PACE reachable here?"]  # fmt: skip
+    body = []
     for b in rows:
         pa = pv.pruning_table("rf", b.dataset, b.n, "pace")
-        ps = None if pa is None else pa.S
-        fewest = ">= 3" if b.bound == 3 else str(b.bound)
-        verdict = "--" if ps is None else ("no" if b.bound > ps else "not excluded")
-        lines.append(
-            f"| {b.dataset} | {b.n} | {b.cells} | {b.splits} | {'yes' if b.one else 'no'} | "
-            f"{'--' if b.one else b.hosts} | {'--' if b.one else b.pure_pairs} | {fewest} | "
-            f"{b.seconds:.1f} | {ps if ps is not None else '--'} | {verdict} |"
+        verdict = (
+            "--" if pa is None or pa.S is None else ("no" if b.bound > pa.S else "not excluded")
         )
+        body.append([
+            b.dataset, str(b.n), str(b.cells), str(b.splits), "yes" if b.one else "no",
+            "--" if b.one else str(b.hosts), "--" if b.one else str(b.pure_pairs),
+            ">= 3" if b.bound == 3 else str(b.bound), f"{b.seconds:.1f}",
+            harness.paper_cell(pa, "S") or "--", verdict,
+        ])  # fmt: skip
+    lines.append(harness.md_table(header, body))
     return "\n".join(lines) + "\n"
 
 
@@ -228,10 +230,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{ds} n{n}: {b.cells} cells, fewest trees {b.bound}", flush=True)
         rows.append(b)
     text = render(rows, "python benchmarks/tree_bound.py " + " ".join(argv or sys.argv[1:]))
-    if args.out:
-        args.out.write_text(text)
-    else:
-        print(text)
+    if args.out is not None:
+        harness.write_atomic(args.out, text)
+    print(text)
     return 0
 
 
