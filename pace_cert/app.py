@@ -263,6 +263,7 @@ def build_certificate(
             generation_stop=r.generation_stop,
             l0_big_m=r.big_m,
             l0_optimal=r.l0_optimal,
+            size_lower_bound=r.size_bound,
             fidelity=float(np.mean(pred_o == pred_c)),
             accuracy_original=float(np.mean(pred_o == y)),
             accuracy_compressed=float(np.mean(pred_c == y)),

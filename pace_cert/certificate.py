@@ -17,7 +17,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"  # 1.1: summary.size_lower_bound (optional)
 Label = int | str
 
 
@@ -133,7 +133,7 @@ class Summary(_Strict):
     mode: str
     phase: str = Field(
         description="phase whose model was kept: l1, l0, l0-reweighted, boost, l0-enriched, refit, "
-        "l0-enriched-reweighted or l1-generated"
+        "synth, l0-enriched-reweighted or l1-generated"
     )
     trees_before: int
     trees_after: int
@@ -157,6 +157,16 @@ class Summary(_Strict):
         "boost); null when no L0 problem was solved. When a big-M MILP took part "
         "(l0_big_m not null), the proof may be the MILP's, which only rules out smaller "
         "weightings whose weights stay below l0_big_m"
+    )
+    size_lower_bound: int | None = Field(
+        default=None,
+        description="pace mode, trees of depth <= 2: CP-SAT proved (status INFEASIBLE) that "
+        "no set of fewer trees of depth <= 2 splits the samples collected (training rows "
+        "in the region and separating samples, all inside the region the oracle searches) "
+        "into cells of one original label, so no model of fewer such trees, whatever its "
+        "leaf values and weights, is faithful there; when it equals trees_after the "
+        "compressed model is the smallest of its family. null when not computed. Not "
+        "re-checked by verify",
     )
     fidelity: float = Field(description="agreement with the original on the data given")
     accuracy_original: float

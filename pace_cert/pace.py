@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import l0_cover, master, refit
+from . import l0_cover, master, refit, synth
 from .domain import FeatureDomain, build_domain, infer_binary, infer_integer
 from .ensemble import Ensemble, Tree, float32_sum_guard
 from .l0_cover import L0Cover
@@ -72,6 +72,8 @@ class CompressConfig:
     reweight_rounds: int = 8  # reweighted-L1 loops after an L0 loop that did not certify
     reweight_eps: float = 0.01  # c_t = 1 / (w_t + eps * max w)
     refit_size: int = 3  # pace: try supports of up to this many partitions, free leaves
+    synth_size: int = 5  # pace: CP-SAT synthesis of up to this many trees (0: off)
+    synth_seconds: float = 60.0  # per CP-SAT synthesis solve
 
 
 @dataclass
@@ -126,6 +128,7 @@ class CompressResult:
     gurobi_used: bool = False
     schedule: str = "sequential"  # how the oracle spread its threads over the label pairs
     race_linearization: tuple[int, ...] = ()  # racing attempts' CP-SAT linearization_level
+    size_bound: int | None = None  # proved: no faithful model of fewer depth<=2 trees (synth)
 
 
 # ---------------------------------------------------------------------- pure helpers
@@ -274,6 +277,8 @@ class Pace:
         self.history: list[HistoryEntry] = []
         self.l1_values: list[float] = []
         self.reduced_costs: list[float] = []
+        # synth_phase: no model of fewer trees of depth <= 2 meets the samples (None: not run)
+        self.size_bound: int | None = None
 
     # ---------------------------------------------------------------- utilities
     def remaining(self) -> float | None:
@@ -875,6 +880,58 @@ class Pace:
         )
         return PhaseResult(None, [], 0, False)
 
+    def synth_phase(self, max_size: int) -> PhaseResult:
+        """Counterexample-guided synthesis (``synth.py``): for k = 1, 2, ... up to
+        ``max_size``, CP-SAT proposes k trees of depth <= 2 whose joint partition is
+        label-pure on the samples; the refit loop fits their leaf values and the oracle
+        certifies them or adds separating samples, and CP-SAT proposes again. When
+        CP-SAT proves that no k trees are pure on the samples, no model of k such trees
+        is faithful in the region: ``self.size_bound`` becomes k + 1 and k grows.
+        Returns the first certified result (uncertified if none in time)."""
+        k_cls = self.original.n_classes
+        depth = min(2, max(1, self.original.max_depth))
+        th = self.domain.thresholds
+        t0 = time.perf_counter()
+        size = self.size_bound or 1
+        exclude: list = []
+        hint = None
+        while size <= max_size:
+            left = self.remaining()
+            if left is not None and left <= 0:
+                break
+            cells = self.domain.cell_index(self.X)
+            cap = self.cfg.synth_seconds if left is None else min(left, self.cfg.synth_seconds)
+            res = synth.synthesize(
+                cells, self.y0, k_cls, size, depth,
+                time_limit=cap, threads=self.cfg.threads, seed=self.cfg.seed,
+                exclude=exclude, hint=hint,
+            )  # fmt: skip
+            if res.status == "infeasible":
+                self.size_bound = size + 1
+                self.say(
+                    f"[synth] no {size} tree{'s' if size > 1 else ''} of depth {depth} "
+                    f"label-pure on the {len(self.X)} samples ({res.seconds:.1f} s): a "
+                    f"faithful model of this family has at least {size + 1} trees"
+                )
+                size, exclude, hint = size + 1, [], None
+                continue
+            if res.status != "found" or not res.shapes:
+                self.say(f"[synth] {size} trees: CP-SAT stopped at {res.seconds:.0f} s")
+                break
+            before = len(self.X)
+            trees = [synth.shape_tree(s, th, k_cls) for s in res.shapes]
+            out = self._refit_loop(trees, k_cls) if trees else None
+            if out is not None and out.certified:
+                self.say(
+                    f"[synth] certified {out.model.n_trees} trees "
+                    f"({time.perf_counter() - t0:.0f} s)"
+                )
+                return out
+            if len(self.X) == before:  # no leaf values meet the samples: ask for others
+                exclude.append(res.shapes)
+            hint = res.shapes
+        return PhaseResult(None, [], 0, False)
+
     def _refit_loop(self, chosen: list[Tree], k: int) -> PhaseResult | None:
         """The faithful loop over the free leaf values of the partitions ``chosen``;
         None when the max-margin LP cannot meet the samples (at once or after some)."""
@@ -954,8 +1011,10 @@ class Pace:
         pace: L1 → L0 on the original trees (kept as a fallback) → boosting for a smaller
         support (``boost.py``) → L1 generation → L0 on the enriched ensemble warm-started
         from the smallest certified model → one to three tree partitions with
-        re-fitted leaves (``refit.py``, when the best is larger); the smallest certified
-        model wins, so PACE is never larger than prune-only."""
+        re-fitted leaves (``refit.py``, when the best is larger) → for depth <= 2
+        originals, CP-SAT synthesis of fewer trees (``synth.py``), which also proves a
+        lower bound on the size; the smallest certified model wins, so PACE is never
+        larger than prune-only."""
         cfg = self.cfg
         self.big_m = None
         self.pricing, self.stop = "none", "not run"
@@ -988,7 +1047,20 @@ class Pace:
             size = self.best[0].model.n_trees
             if size > 1:
                 self._offer(self.refit_phase(min(cfg.refit_size, size - 1)), "refit")
+        if pace and cfg.synth_size > 0 and self.best is not None and self.original.max_depth <= 2:
+            size = self.best[0].model.n_trees
+            if size > 1 and not self._out_of_time():
+                self._offer(self.synth_phase(min(cfg.synth_size, size - 1)), "synth")
+                if self.size_bound is not None and self.size_bound >= self.best[0].model.n_trees:
+                    self.say(
+                        f"[synth] {self.best[0].model.n_trees} trees is the smallest faithful "
+                        "model of this family on the samples, hence in the region"
+                    )
         return self._result()
+
+    def _out_of_time(self) -> bool:
+        left = self.remaining()
+        return left is not None and left <= 0
 
     def enrich(
         self, l1: PhaseResult, l1_sol: master.MasterSolution | None
@@ -1048,6 +1120,7 @@ class Pace:
             gurobi_used=getattr(self, "used_gurobi", False),
             schedule=self.oracle.schedule_for(self.cfg.threads, k * (k - 1)),
             race_linearization=self.oracle.race_linearization(),
+            size_bound=self.size_bound,
         )
 
 
