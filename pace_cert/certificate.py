@@ -160,8 +160,8 @@ class Summary(_Strict):
     )
     size_lower_bound: int | None = Field(
         default=None,
-        description="pace mode, trees of depth <= 2: CP-SAT proved (status INFEASIBLE) that "
-        "no set of fewer trees of depth <= 2 splits the samples collected (training rows "
+        description="pace mode, originals of depth d <= 2: CP-SAT proved (status INFEASIBLE) "
+        "that no set of fewer trees of depth <= d splits the samples collected (training rows "
         "in the region and separating samples, all inside the region the oracle searches) "
         "into cells of one original label, so no model of fewer such trees, whatever its "
         "leaf values and weights, is faithful there; when it equals trees_after the "

@@ -142,6 +142,15 @@ def test_compress_certifies(run):
         assert cert.region.plausibility is None
     if "pace" in cfg and cfg[3] == 1:  # stumps: pricing is exact
         assert s.pricing == "exact"
+    if "pace" in cfg and s.trees_after > 1:  # the synthesis phase's proved lower bound
+        b = s.size_lower_bound
+        assert b is not None and 2 <= b <= s.trees_after
+        word = "minimal" if b == s.trees_after else "lower bound"
+        assert (
+            f"{word}: no faithful model of fewer than {b} trees of depth <= {cfg[3]}" in run.stdout
+        )
+    else:
+        assert s.size_lower_bound is None and "no faithful model of fewer" not in run.stdout
 
 
 def test_compressed_model_agrees_inside_region(run):
