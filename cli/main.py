@@ -137,6 +137,7 @@ def compress(
 
     def body() -> int:
         from pace_cert.app import run_compress
+        from pace_cert.certificate import bound_line
         from pace_cert.pace import CompressConfig
 
         if bounds not in ("none", "data"):
@@ -181,22 +182,13 @@ def compress(
                 f"{res.status}: {s.trees_before} -> {s.trees_after} trees "
                 f"({s.leaves_before} -> {s.leaves_after} leaves, {s.new_learner_share:.0%} new), "
                 f"fidelity {s.fidelity:.4f} on the data, {s.seconds:.1f}s\n"
-                + _bound_line(s, res.certificate.original.max_depth)
+                + bound_line(s, res.certificate.original.max_depth)
                 + f"domain: {_domain_line(res.certificate.region.domain)}\n"
                 f"wrote {res.out_dir / 'compressed.onnx'} and {res.out_dir / 'certificate.json'}"
             )
         return res.exit_code
 
     _run(body, debug)
-
-
-def _bound_line(s, depth: int) -> str:
-    """The size lower bound, when the synthesis phase proved one (empty otherwise)."""
-    b = s.size_lower_bound
-    if b is None or not s.certified:
-        return ""
-    what = "minimal" if b >= s.trees_after else "lower bound"
-    return f"{what}: no faithful model of fewer than {b} trees of depth <= {depth} in the region\n"
 
 
 def _domain_line(dom: dict) -> str:

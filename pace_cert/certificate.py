@@ -250,6 +250,16 @@ SCALING_DERIVATION = (
 )
 
 
+def bound_line(summary: Summary, depth: int) -> str:
+    """One line (with newline) on ``summary.size_lower_bound`` for a certified result of
+    an original of depth ``depth``; empty when there is no bound."""
+    b = summary.size_lower_bound
+    if b is None or not summary.certified:
+        return ""
+    what = "minimal" if b >= summary.trees_after else "lower bound"
+    return f"{what}: no faithful model of fewer than {b} trees of depth <= {depth} in the region\n"
+
+
 def write_schema(path: str | Path) -> None:
     schema = Certificate.model_json_schema()
     Path(path).write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n")

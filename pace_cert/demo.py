@@ -9,6 +9,7 @@ import numpy as np
 
 from . import zoo
 from .app import run_compress
+from .certificate import bound_line
 from .onnx_writer import write_atomic
 from .pace import CompressConfig
 from .runtime import labels, session
@@ -53,6 +54,8 @@ def run_demo(
         f"  trees {s.trees_before} -> {s.trees_after}, leaves {s.leaves_before} -> {s.leaves_after}"
         f", {s.new_learner_share:.0%} generated, {s.seconds:.1f}s"
     )
+    if line := bound_line(s, res.certificate.original.max_depth):
+        echo("  " + line.rstrip())
     echo(
         f"  held-out: fidelity {np.mean(lo == lc):.4f}, accuracy original "
         f"{np.mean(lo == yte):.4f} / compressed {np.mean(lc == yte):.4f}"
