@@ -10,14 +10,16 @@ separate the samples' domain cells:
   thresholds: a threshold acts on the samples only through which of them it separates,
   and every such split is a candidate). Every sample is inside the region the oracle
   searches, so no k-tree model is faithful there either: a lower bound on the size of
-  any faithful model of the family.
+  any faithful model of the family. (Roots must split: a constant tree adds no cell,
+  and if k - 1 trees were pure, any k-th tree would keep them pure, so the proof for
+  k covers every smaller k too.)
 * A solution gives k partitions; the driver fits their leaf values (the refit loop's
   max-margin LP, :mod:`pace_cert.refit`) and lets the oracle certify or refute them.
 
 Model, per tree: one ExactlyOne over the candidate cuts at each of its 1 (depth 1) or
 3 (depth 2) nodes; a child may also be "no split" (every sample goes left, i.e. a leaf).
 Per sample and node a go-left literal equals the sum of the chosen cut's indicators for
-the cuts the sample goes left of. Per cell of the joint partition (2^(depth k) of them),
+the cuts the sample goes left of. Per cell of the joint partition (2^(depth·k) of them),
 at most one label, and a clause per sample: "not in this cell, or the cell has my
 label". Trees are ordered by their root cut (symmetry). Sizes: samples x 4^k clauses at
 depth 2, so k stays small (at most 4 or 5).
