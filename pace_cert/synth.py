@@ -137,7 +137,8 @@ def _solve(
             lits = []
             for i in range(n):
                 g = m.new_bool_var(f"left_{t}_{nd}_{i}")
-                m.add(g == sum(opts[p] for p in left_of[i]) + (opts[P] if nd > 0 else 0))
+                terms = [opts[p] for p in left_of[i]] + ([opts[P]] if nd > 0 else [])
+                m.add(g == cp_model.LinearExpr.sum(terms))
                 lits.append(g)
             left[t, nd] = lits
         if t > 0:
@@ -146,24 +147,27 @@ def _solve(
                 <= sum(p * choice[t, 0][p] for p in range(P))
             )
 
-    def path(t: int, leaf: int, i: int) -> list:
-        """Literals that put sample ``i`` in leaf ``leaf`` of tree ``t``."""
+    def away(t: int, leaf: int, i: int) -> list:
+        """Literals of which one is true iff sample ``i`` is not in ``leaf`` of tree ``t``."""
         a = left[t, 0][i]
         if depth == 1:
-            return [a] if leaf == 0 else [a.Not()]
+            return [a.Not()] if leaf == 0 else [a]
         if leaf < 2:
             b = left[t, 1][i]
-            return [a, b] if leaf == 0 else [a, b.Not()]
+            return [a.Not(), b.Not()] if leaf == 0 else [a.Not(), b]
         c = left[t, 2][i]
-        return [a.Not(), c] if leaf == 2 else [a.Not(), c.Not()]
+        return [a, c.Not()] if leaf == 2 else [a, c]
 
     n_leaves = 2**depth
+    outside = [[[away(t, leaf, i) for i in range(n)] for leaf in range(n_leaves)]
+               for t in range(n_trees)]  # fmt: skip
+    labels = [int(v) for v in y]
     for cell in itertools.product(range(n_leaves), repeat=n_trees):
         label = [m.new_bool_var("") for _ in range(n_classes)]
         m.add_at_most_one(label)
+        parts = [outside[t][leaf] for t, leaf in enumerate(cell)]
         for i in range(n):
-            lits = [x.Not() for t, leaf in enumerate(cell) for x in path(t, leaf, i)]
-            m.add_bool_or([*lits, label[int(y[i])]])
+            m.add_bool_or([x for part in parts for x in part[i]] + [label[labels[i]]])
 
     index = {c: p for p, c in enumerate(cuts)}
 
