@@ -190,15 +190,17 @@ def partners(
         f, j = feats[c], splits[feats[c]][i]
         for lo in sides[0]:
             for ro in sides[1]:
-                out.append(_tree(f, thresholds[f][j], lo, ro, thresholds, k))
+                out.append(split_tree((f, int(j)), lo, ro, thresholds, k))
                 if len(out) >= limit:
                     return out
     return out
 
 
-def _tree(f, th, lo, ro, thresholds, k: int) -> Tree:
-    """Root split (f, th); each child a leaf (None) or a split (f', j')."""
-    feature, threshold, left, right = [f], [th], [-1], [-1]
+def split_tree(root, lo, ro, thresholds, k: int) -> Tree:
+    """A tree of depth <= 2 with leaf values 0: root split ``root`` = (f, j), i.e.
+    x[f] <= thresholds[f][j]; each child a leaf (None) or a split (f', j')."""
+    f, j = root
+    feature, threshold, left, right = [f], [thresholds[f][j]], [-1], [-1]
     for side, opt in ((0, lo), (1, ro)):
         node = len(feature)
         (left if side == 0 else right)[0] = node

@@ -34,7 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 from ortools.sat.python import cp_model
 
-from .ensemble import LEAF, Tree
+from . import refit
+from .ensemble import Tree
 
 
 @dataclass(frozen=True)
@@ -212,32 +213,9 @@ def _solve(
 
 def shape_tree(shape: Shape, thresholds: tuple[np.ndarray, ...], n_classes: int) -> Tree:
     """The tree of ``shape`` (leaf values 0, set later), thresholds from the domain."""
-    feature: list[int] = []
-    threshold: list[float] = []
-    lefts: list[int] = []
-    rights: list[int] = []
 
-    def node(c: Cut | None) -> int:
-        at = len(feature)
-        feature.append(LEAF if c is None else c.feature)
-        threshold.append(0.0 if c is None else float(thresholds[c.feature][c.cell]))
-        lefts.append(LEAF)
-        rights.append(LEAF)
-        return at
+    def pair(c: Cut | None) -> tuple[int, int] | None:
+        return None if c is None else (c.feature, c.cell)
 
     root, lo, hi = shape
-    node(root)
-    for side, c in ((lefts, lo), (rights, hi)):
-        at = node(c)
-        side[0] = at
-        if c is not None:
-            lefts[at] = node(None)
-            rights[at] = node(None)
-    n = len(feature)
-    return Tree(
-        np.asarray(feature, np.int64),
-        np.asarray(threshold, np.float32),
-        np.asarray(lefts, np.int64),
-        np.asarray(rights, np.int64),
-        np.zeros((n, n_classes)),
-    )
+    return refit.split_tree(pair(root), pair(lo), pair(hi), thresholds, n_classes)
