@@ -286,6 +286,10 @@ class Pace:
             return None
         return self.deadline - time.perf_counter()
 
+    def _out_of_time(self) -> bool:
+        left = self.remaining()
+        return left is not None and left <= 0
+
     @contextlib.contextmanager
     def share(self, fraction: float) -> Iterator[None]:
         """Within the block, the deadline is ``fraction`` of the time left (no-op
@@ -812,14 +816,10 @@ class Pace:
             tried.add(key)
             return True
 
-        def out_of_time() -> bool:
-            left = self.remaining()
-            return left is not None and left <= 0
-
         def first_certified(sets) -> PhaseResult | None:
             """Try sets from the generator ``sets()`` (re-run after every refuted set,
             as the samples grow) until one certifies or none is left."""
-            while not out_of_time():
+            while not self._out_of_time():
                 chosen = next((c for c in sets() if pending(c)), None)
                 if chosen is None:
                     return None
@@ -861,7 +861,7 @@ class Pace:
                 reported = time.perf_counter()
                 for i, base in enumerate(bases(size)):
                     res = first_certified(lambda base=base: with_partners(base))
-                    if res is not None or out_of_time():
+                    if res is not None or self._out_of_time():
                         break
                     if time.perf_counter() - reported >= l0_cover.PROGRESS_SECONDS:
                         reported = time.perf_counter()
@@ -872,7 +872,7 @@ class Pace:
             if res is not None:
                 self.say(f"[refit] certified {res.model.n_trees} learners with re-fitted leaves")
                 return res
-            if out_of_time():
+            if self._out_of_time():
                 break
         self.say(
             f"[refit] no certified support of at most {top} partition{'s' if top > 1 else ''} "
@@ -1057,10 +1057,6 @@ class Pace:
                         "model of this family on the samples, hence in the region"
                     )
         return self._result()
-
-    def _out_of_time(self) -> bool:
-        left = self.remaining()
-        return left is not None and left <= 0
 
     def enrich(
         self, l1: PhaseResult, l1_sol: master.MasterSolution | None
