@@ -792,6 +792,29 @@ def append_result(path: Path, result: Result) -> None:
         os.fsync(f.fileno())
 
 
+# ---------------------------------------------- lower-bound benchmarks (*_bound.py)
+
+
+def select_cases(cases: Iterable[tuple[str, int]], only: str | None) -> list[tuple[str, int]]:
+    """(dataset, n) cases whose key "dataset-nN" matches the regex ``only`` (all if None)."""
+    return [(ds, n) for ds, n in cases if not only or re.search(only, f"{ds}-n{n}")]
+
+
+def paper_verdict(bound: int, paper: pv.PaperStat | None) -> str:
+    """ "no" when a proved lower ``bound`` exceeds the paper's size S, "not excluded"
+    otherwise, "--" when the paper has no S."""
+    if paper is None or paper.S is None:
+        return "--"
+    return "no" if bound > paper.S else "not excluded"
+
+
+def emit_report(text: str, out: Path | None) -> None:
+    """Write ``text`` to ``out`` atomically (when given) and print it."""
+    if out is not None:
+        write_atomic(out, text)
+    print(text)
+
+
 def write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(text)

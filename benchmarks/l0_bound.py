@@ -126,7 +126,7 @@ def render(rows: list[Bound], command: str, time_limit: float) -> str:
         pp = pv.pruning_table("rf", b.dataset, b.n, "prune")
         pa = pv.pruning_table("rf", b.dataset, b.n, "pace")
         ps = None if pp is None else pp.S
-        verdict = "--" if ps is None else ("no" if b.bound > ps else "not excluded")
+        verdict = harness.paper_verdict(b.bound, pp)
         lines.append(
             f"| {b.dataset} | {b.n} | {b.certified if b.certified is not None else '—'} "
             f"| {b.seconds:.0f} | {b.rows} | {b.outside} "
@@ -144,12 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default=None, help="regex on 'dataset-n'")
     ap.add_argument("--out", type=Path, default=None, help="Markdown file to write")
     args = ap.parse_args(argv)
-    import re
-
     rows = []
-    for ds, n in CASES:
-        if args.only and not re.search(args.only, f"{ds}-n{n}"):
-            continue
+    for ds, n in harness.select_cases(CASES, args.only):
         b = run_case(ds, n, args.time_limit, args.bound_limit)
         print(
             f"{ds} n{n}: ours {b.certified} in {b.seconds:.0f} s; bound "
@@ -158,10 +154,7 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
         rows.append(b)
-    text = render(rows, "python " + " ".join(sys.argv), args.time_limit)
-    if args.out is not None:
-        harness.write_atomic(args.out, text)
-    print(text)
+    harness.emit_report(render(rows, "python " + " ".join(sys.argv), args.time_limit), args.out)
     return 0
 
 

@@ -23,8 +23,6 @@ depth-2 model in our region.
 from __future__ import annotations
 
 import argparse
-import csv
-import re
 import sys
 import time
 from dataclasses import dataclass
@@ -92,15 +90,11 @@ def run_case(dataset: str, n: int, time_limit: float, max_size: int, solve_limit
 
 def table2_pace(path: Path) -> dict[tuple[str, int], str]:
     """Our PACE S per (dataset, n) from the Table-2 CSV ("—" when not certified)."""
-    out: dict[tuple[str, int], str] = {}
-    if not path.exists():
-        return out
-    with path.open() as f:
-        for row in csv.DictReader(f):
-            if row["mode"] == "pace" and row["depth"] == "2":
-                ok = row["status"] == "certified"
-                out[row["dataset"], int(row["n_estimators"])] = row["S"] if ok else "—"
-    return out
+    return {
+        (r.dataset, r.n_estimators): str(r.S) if r.status == "certified" else "—"
+        for r in harness.read_results(path).values()
+        if r.mode == "pace" and r.depth == 2
+    }
 
 
 def render(rows: list[Bound], command: str, time_limit: float, ours: dict) -> str:
@@ -124,9 +118,7 @@ def render(rows: list[Bound], command: str, time_limit: float, ours: dict) -> st
     body = []
     for b in rows:
         pa = pv.pruning_table("rf", b.dataset, b.n, "pace")
-        verdict = (
-            "--" if pa is None or pa.S is None else ("no" if b.bound > pa.S else "not excluded")
-        )
+        verdict = harness.paper_verdict(b.bound, pa)
         body.append([
             b.dataset, str(b.n), f"{b.bound}{'' if b.in_region else '*'}",
             "—" if b.certified is None else str(b.certified), f"{b.seconds:.0f}",
@@ -146,18 +138,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="Markdown file to write")
     args = ap.parse_args(argv)
     rows = []
-    for ds, n in CASES:
-        if args.only and not re.search(args.only, f"{ds}-n{n}"):
-            continue
+    for ds, n in harness.select_cases(CASES, args.only):
         b = run_case(ds, n, args.time_limit, args.max_size, args.solve_limit)
         print(b, flush=True)
         rows.append(b)
     ours = table2_pace(Path(__file__).resolve().parent / "results" / "table2.csv")
     command = "python benchmarks/pace_bound.py " + " ".join(argv or sys.argv[1:])
-    text = render(rows, command.strip(), args.time_limit, ours)
-    if args.out is not None:
-        harness.write_atomic(args.out, text)
-    print(text)
+    harness.emit_report(render(rows, command.strip(), args.time_limit, ours), args.out)
     return 0
 
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import re
 import sys
 import time
 from dataclasses import dataclass
@@ -201,9 +200,7 @@ def render(rows: list[TreeBound], command: str) -> str:
     body = []
     for b in rows:
         pa = pv.pruning_table("rf", b.dataset, b.n, "pace")
-        verdict = (
-            "--" if pa is None or pa.S is None else ("no" if b.bound > pa.S else "not excluded")
-        )
+        verdict = harness.paper_verdict(b.bound, pa)
         body.append([
             b.dataset, str(b.n), str(b.cells), str(b.splits), "yes" if b.one else "no",
             "--" if b.one else str(b.hosts), "--" if b.one else str(b.pure_pairs),
@@ -220,9 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="Markdown file to write")
     args = ap.parse_args(argv)
     rows = []
-    for ds, n in CASES:
-        if args.only and not re.search(args.only, f"{ds}-n{n}"):
-            continue
+    for ds, n in harness.select_cases(CASES, args.only):
         b = run_case(ds, n)
         if b is None:
             print(f"{ds} n{n}: domain too large to list", flush=True)
@@ -230,9 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{ds} n{n}: {b.cells} cells, fewest trees {b.bound}", flush=True)
         rows.append(b)
     text = render(rows, "python benchmarks/tree_bound.py " + " ".join(argv or sys.argv[1:]))
-    if args.out is not None:
-        harness.write_atomic(args.out, text)
-    print(text)
+    harness.emit_report(text, args.out)
     return 0
 
 
