@@ -13,6 +13,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from pace_cert import zoo
+from pace_cert.ensemble import LEAF, Tree
 
 
 def binned(name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -147,3 +148,15 @@ def benchmark_module(name: str) -> Iterator[ModuleType]:
         yield importlib.import_module(name)
     finally:
         sys.path.remove(bench)
+
+
+def stump(f: int, th: float) -> Tree:
+    """A depth-1 tree "x[f] <= th" with zero leaf values (two classes): a threshold
+    for building domains."""
+    return Tree(
+        np.array([f, LEAF, LEAF]),
+        np.array([th, 0, 0], np.float32),
+        np.array([1, LEAF, LEAF]),
+        np.array([2, LEAF, LEAF]),
+        np.zeros((3, 2)),
+    )

@@ -5,22 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from pace_cert.domain import build_domain, infer_binary
-from pace_cert.ensemble import LEAF, Tree
 
-
-def _stump(f: int, th: float) -> Tree:
-    return Tree(
-        np.array([f, LEAF, LEAF]),
-        np.array([th, 0, 0], np.float32),
-        np.array([1, LEAF, LEAF]),
-        np.array([2, LEAF, LEAF]),
-        np.zeros((3, 2)),
-    )
+from .helpers import stump
 
 
 def test_representatives_lie_in_their_cells():
     ths = [np.float32(0.1), np.float32(0.3), np.float32(1e-30), np.float32(3e38)]
-    trees = [_stump(0, t) for t in ths]
+    trees = [stump(0, t) for t in ths]
     dom = build_domain(trees, 1)
     th = dom.thresholds[0]
     reps = dom.reps[0]
@@ -34,7 +25,7 @@ def test_representatives_lie_in_their_cells():
 
 
 def test_binary_and_bounds_restrict_cells():
-    trees = [_stump(0, 0.5), _stump(0, 0.7), _stump(1, 2.0), _stump(1, 5.0)]
+    trees = [stump(0, 0.5), stump(0, 0.7), stump(1, 2.0), stump(1, 5.0)]
     X = np.array([[0, 1], [1, 3]], np.float32)
     dom = build_domain(trees, 2, infer_binary(X), lower=np.array([0, 1]), upper=np.array([1, 3]))
     assert list(dom.reps[0][dom.allowed(0)]) == [0.0, 1.0]  # the (0.5, 0.7] cell is empty

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from pace_cert.domain import build_domain
-from pace_cert.ensemble import LEAF, Tree
 from pace_cert.synth import Cut, candidate_cuts, shape_tree, synthesize
+
+from .helpers import stump
 
 
 def _grid(levels: tuple[int, ...]) -> np.ndarray:
@@ -106,19 +107,9 @@ def test_exclude_and_hint():
     assert again.status == "infeasible"  # the only separating stump is excluded
 
 
-def _stump(f: int, t: float) -> Tree:
-    return Tree(
-        np.array([f, LEAF, LEAF]),
-        np.array([t, 0, 0], np.float32),
-        np.array([1, LEAF, LEAF]),
-        np.array([2, LEAF, LEAF]),
-        np.zeros((3, 2)),
-    )
-
-
 def test_shape_tree_routes_like_its_cuts():
     X = _grid((4, 3, 2)).astype(np.float32)
-    stumps = [_stump(f, t + 0.5) for f, levels in enumerate((4, 3, 2)) for t in range(levels - 1)]
+    stumps = [stump(f, t + 0.5) for f, levels in enumerate((4, 3, 2)) for t in range(levels - 1)]
     domain = build_domain(stumps, 3, None, X.min(axis=0), X.max(axis=0), np.ones(3, bool))
     cells = domain.cell_index(X)
     rng = np.random.default_rng(0)
@@ -198,9 +189,9 @@ def test_synthesis_beats_the_other_phases_on_a_small_adaboost(tmp_path):
     from pace_cert import zoo
     from pace_cert.app import run_compress
     from pace_cert.pace import CompressConfig
-    from pace_cert.verify import run_verify
 
     from .helpers import small_problem
+    from .test_pace import assert_verifies_exhaustively
 
     X, y = small_problem(0, n_features=4, n_classes=2, n_rows=300)
     model = zoo.make_model("ada", 20, 2, 0).fit(X, y)
@@ -218,10 +209,4 @@ def test_synthesis_beats_the_other_phases_on_a_small_adaboost(tmp_path):
     assert with_synth.phase == "synth"
     assert with_synth.trees_after < without.trees_after
     assert with_synth.size_lower_bound == with_synth.trees_after
-    rep = run_verify(
-        tmp_path / "model.onnx",
-        tmp_path / "out5" / "compressed.onnx",
-        tmp_path / "out5" / "certificate.json",
-        exhaustive=True,
-    )
-    assert rep.status == "verified", rep.message
+    assert_verifies_exhaustively(tmp_path / "model.onnx", tmp_path / "out5")
