@@ -73,7 +73,8 @@ class CompressConfig:
     reweight_eps: float = 0.01  # c_t = 1 / (w_t + eps * max w)
     refit_size: int = 3  # pace: try supports of up to this many partitions, free leaves
     synth_size: int = 5  # pace: CP-SAT synthesis of up to this many trees (0: off)
-    synth_seconds: float = 60.0  # per CP-SAT synthesis solve
+    synth_seconds: float = 60.0  # per CP-SAT synthesis solve; under a time limit a stopped
+    # solve is asked again once with all the time left (the phase runs last)
 
 
 @dataclass
@@ -895,12 +896,14 @@ class Pace:
         size = self.size_bound or 1
         exclude: list = []
         hint = None
+        retry: float | None = None  # the time left, after a solve stopped at its cap
         while size <= max_size:
             left = self.remaining()
             if left is not None and left <= 0:
                 break
             cells = self.domain.cell_index(self.X)
             cap = self.cfg.synth_seconds if left is None else min(left, self.cfg.synth_seconds)
+            cap, retry = (cap if retry is None else retry), None
             res = synth.synthesize(
                 cells, self.y0, k_cls, size, depth,
                 time_limit=cap, threads=self.cfg.threads, seed=self.cfg.seed,
@@ -916,8 +919,17 @@ class Pace:
                 size, exclude, hint = size + 1, [], None
                 continue
             if res.status != "found" or not res.shapes:
-                self.say(f"[synth] {size} trees: CP-SAT stopped at {res.seconds:.0f} s")
-                break
+                left = self.remaining()
+                if left is None or left <= cap + 1.0:
+                    self.say(f"[synth] {size} trees: CP-SAT stopped at {res.seconds:.0f} s")
+                    break
+                # nothing runs after this phase: give the same question all the time left
+                self.say(
+                    f"[synth] {size} trees: CP-SAT stopped at {res.seconds:.0f} s; "
+                    f"again with the {left:.0f} s left"
+                )
+                retry = left
+                continue
             before = len(self.X)
             trees = [synth.shape_tree(s, th, k_cls) for s in res.shapes]
             out = self._refit_loop(trees, k_cls) if trees else None

@@ -210,3 +210,35 @@ def test_synthesis_beats_the_other_phases_on_a_small_adaboost(tmp_path):
     assert with_synth.trees_after < without.trees_after
     assert with_synth.size_lower_bound == with_synth.trees_after
     assert_verifies_exhaustively(tmp_path / "model.onnx", tmp_path / "out5")
+
+
+def test_a_synthesis_solve_stopped_at_its_cap_is_retried_with_the_time_left(tmp_path):
+    """With a per-solve cap far too short (1 ms), a time-limited synthesis phase asks
+    the stopped question again with all the time left and reaches the same bound as
+    with the default cap; without a time limit it stops at the first stopped solve."""
+    from pace_cert import zoo
+    from pace_cert.onnx_reader import read_ensemble
+    from pace_cert.pace import CompressConfig, Pace
+
+    from .helpers import small_problem
+
+    X, y = small_problem(1, n_features=4, n_classes=3, n_rows=300)
+    model = zoo.make_model("rf", 25, 2, 1).fit(X, y)
+    (tmp_path / "model.onnx").write_bytes(zoo.export_onnx(model, 4).SerializeToString())
+    original, _ = read_ensemble(tmp_path / "model.onnx")
+    X = X.astype(np.float32)
+
+    def bound(**kw) -> tuple[int | None, list[str]]:
+        said: list[str] = []
+        p = Pace(original, X, CompressConfig(mode="pace", eta=0.0, seed=0, **kw), said.append)
+        p.synth_phase(2)
+        return p.size_bound, said
+
+    expected, _ = bound(time_limit=120)
+    assert expected == 3
+    retried, said = bound(time_limit=120, synth_seconds=1e-3)
+    assert retried == expected
+    assert any("again with the" in m for m in said)
+    unlimited, said = bound(synth_seconds=1e-3)
+    assert unlimited is None or unlimited < expected
+    assert not any("again with the" in m for m in said)
