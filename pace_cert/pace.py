@@ -75,6 +75,8 @@ class CompressConfig:
     synth_size: int = 5  # pace: CP-SAT synthesis of up to this many trees (0: off)
     synth_seconds: float = 60.0  # per CP-SAT synthesis solve; under a time limit a stopped
     # solve is asked again once with all the time left (the phase runs last)
+    bound_seconds: float = 10.0  # pace: per CP-SAT proof of the lower bound right after
+    # pruning (synthesis without candidates); a pruned model proved minimal ends the run
 
 
 @dataclass
@@ -881,14 +883,17 @@ class Pace:
         )
         return PhaseResult(None, [], 0, False)
 
-    def synth_phase(self, max_size: int) -> PhaseResult:
+    def synth_phase(self, max_size: int, propose: bool = True) -> PhaseResult:
         """Counterexample-guided synthesis (``synth.py``): for k = 1, 2, ... up to
         ``max_size``, CP-SAT proposes k trees of depth <= 2 whose joint partition is
         label-pure on the samples; the refit loop fits their leaf values and the oracle
         certifies them or adds separating samples, and CP-SAT proposes again. When
         CP-SAT proves that no k trees are pure on the samples, no model of k such trees
         is faithful in the region: ``self.size_bound`` becomes k + 1 and k grows.
-        Returns the first certified result (uncertified if none in time)."""
+        Returns the first certified result (uncertified if none in time).
+
+        ``propose=False``: proofs only, each capped at ``cfg.bound_seconds`` -- the phase
+        ends at the first k for which CP-SAT finds a pure set or stops at its cap."""
         k_cls = self.original.n_classes
         depth = min(2, max(1, self.original.max_depth))
         th = self.domain.thresholds
@@ -902,7 +907,14 @@ class Pace:
             if left is not None and left <= 0:
                 break
             cells = self.domain.cell_index(self.X)
-            cap = self.cfg.synth_seconds if left is None else min(left, self.cfg.synth_seconds)
+            if propose:
+                cap = self.cfg.synth_seconds if left is None else min(left, self.cfg.synth_seconds)
+            else:  # a side step before the other phases: at most a tenth of the time left
+                cap = (
+                    self.cfg.bound_seconds
+                    if left is None
+                    else min(left / 10, self.cfg.bound_seconds)
+                )
             cap, retry = (cap if retry is None else retry), None
             res = synth.synthesize(
                 cells, self.y0, k_cls, size, depth,
@@ -918,6 +930,8 @@ class Pace:
                 )
                 size, exclude, hint = size + 1, [], None
                 continue
+            if not propose:
+                break
             if res.status != "found" or not res.shapes:
                 left = self.remaining()
                 if left is None or left <= cap + 1.0:
@@ -1020,13 +1034,15 @@ class Pace:
     # ---------------------------------------------------------------- modes
     def run(self) -> CompressResult:
         """prune: L1 → L0 on the original trees. generate: L1 → generation (L1 support).
-        pace: L1 → L0 on the original trees (kept as a fallback) → boosting for a smaller
-        support (``boost.py``) → L1 generation → L0 on the enriched ensemble warm-started
-        from the smallest certified model → one to three tree partitions with
-        re-fitted leaves (``refit.py``, when the best is larger) → for depth <= 2
-        originals, CP-SAT synthesis of fewer trees (``synth.py``), which also proves a
-        lower bound on the size; the smallest certified model wins, so PACE is never
-        larger than prune-only."""
+        pace: L1 → L0 on the original trees (kept as a fallback) → for depth <= 2
+        originals, CP-SAT proofs of a lower bound on the size (``synth_phase`` without
+        candidates; a pruned model of that size is minimal and ends the run) → boosting
+        for a smaller support (``boost.py``) → L1 generation → L0 on the enriched ensemble
+        warm-started from the smallest certified model → one to three tree partitions
+        with re-fitted leaves (``refit.py``, when the best is larger) → for depth <= 2
+        originals, CP-SAT synthesis of fewer trees (``synth.py``), which also raises the
+        lower bound; the smallest certified model wins, so PACE is never larger than
+        prune-only, and it stops once the best model is as small as the bound."""
         cfg = self.cfg
         self.big_m = None
         self.pricing, self.stop = "none", "not run"
@@ -1044,6 +1060,16 @@ class Pace:
         if cfg.mode in ("prune", "pace") and l1.certified and l1_sol is not None:
             warm = np.r_[l1_sol.weights, l1_sol.offsets[1:]]
             self.prune_phase(self.learners, l1_sol.objective, warm, "l0")
+        synth_on = pace and cfg.synth_size > 0 and self.original.max_depth <= 2
+        if synth_on and self.best is not None and self.best[0].model.n_trees > 1:
+            self.synth_phase(self.best[0].model.n_trees - 1, propose=False)
+            if self._minimal():
+                self.stop = "not run: the pruned model is proved minimal"
+                self.say(
+                    f"[synth] {self.best[0].model.n_trees} trees is the smallest faithful "
+                    "model of this family on the samples, hence in the region"
+                )
+                return self._result()
         if cfg.mode in ("pace", "generate") and l1.certified:
             l1, l1_sol = self.enrich(l1, l1_sol)
             if cfg.mode == "generate" and l1.certified:
@@ -1055,20 +1081,28 @@ class Pace:
                 A = self.matrix(self.learners)
                 l1_value = self.l1_master.solve(A, len(self.learners)).objective
                 self.prune_phase(self.learners, l1_value, warm, "l0-enriched")
-        if pace and cfg.refit_size > 0 and self.best is not None:
+        if pace and cfg.refit_size > 0 and self.best is not None and not self._minimal():
             size = self.best[0].model.n_trees
             if size > 1:
                 self._offer(self.refit_phase(min(cfg.refit_size, size - 1)), "refit")
-        if pace and cfg.synth_size > 0 and self.best is not None and self.original.max_depth <= 2:
+        if synth_on and self.best is not None:
             size = self.best[0].model.n_trees
             if size > 1 and not self._out_of_time():
                 self._offer(self.synth_phase(min(cfg.synth_size, size - 1)), "synth")
-                if self.size_bound is not None and self.size_bound >= self.best[0].model.n_trees:
+                if self._minimal():
                     self.say(
                         f"[synth] {self.best[0].model.n_trees} trees is the smallest faithful "
                         "model of this family on the samples, hence in the region"
                     )
         return self._result()
+
+    def _minimal(self) -> bool:
+        """The best certified model has as few trees as the proved lower bound."""
+        return (
+            self.best is not None
+            and self.size_bound is not None
+            and self.size_bound >= self.best[0].model.n_trees
+        )
 
     def enrich(
         self, l1: PhaseResult, l1_sol: master.MasterSolution | None

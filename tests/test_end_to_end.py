@@ -32,6 +32,7 @@ CONFIGS = {
     "compas-rf20-prune": ("compas", "rf", 20, 2, "--mode", "prune"),
     "cancer-ada20-prune": ("cancer", "ada", 20, 1, "--mode", "prune"),
     "cancer-rf10-stumps-pace": ("cancer", "rf", 10, 1, "--mode", "pace"),
+    "cancer-rf10-stumps-generate": ("cancer", "rf", 10, 1, "--mode", "generate"),
     "compas-rf20-eta-delta": (
         *("compas", "rf", 20, 2, "--mode", "prune"),
         *("--eta", "0.1", "--delta", "0.1"),
@@ -140,8 +141,11 @@ def test_compress_certifies(run):
         assert cert.region.delta_abs is not None
     else:
         assert cert.region.plausibility is None
-    if "pace" in cfg and cfg[3] == 1:  # stumps: pricing is exact
-        assert s.pricing == "exact"
+    minimal = "not run: the pruned model is proved minimal"
+    if "generate" in cfg or ("pace" in cfg and s.generation_stop != minimal):
+        assert s.pricing == ("exact" if cfg[3] == 1 else "heuristic")  # stumps: exact
+    if s.generation_stop == minimal:  # pace stopped after pruning: the bound says why
+        assert "pace" in cfg and s.pricing == "none" and s.size_lower_bound == s.trees_after
     if "pace" in cfg and s.trees_after > 1:  # the synthesis phase's proved lower bound
         b = s.size_lower_bound
         assert b is not None and 2 <= b <= s.trees_after

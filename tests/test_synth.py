@@ -182,6 +182,41 @@ def test_pace_size_bound_holds_on_every_cell_of_the_region(tmp_path, seed):
     assert _pure_pair_exists(cells, _planted(cells, 2, 3, seed))
 
 
+def test_pace_stops_after_pruning_when_the_pruned_model_is_proved_minimal(tmp_path):
+    """RF 25 x depth 2 (4 features on a 4-level grid, 3 classes, eta = 0, seed 8): the
+    pruned model has 3 trees and the bound step right after pruning proves that no two
+    trees are pure on the samples, so PACE returns the pruned model without generating
+    (the certificate says why). Brute force over every pair of depth-2 trees on every
+    region cell confirms the bound; the written model verifies on every cell."""
+    from pace_cert import zoo
+    from pace_cert.app import run_compress
+    from pace_cert.onnx_reader import read_ensemble
+    from pace_cert.pace import CompressConfig
+
+    from .helpers import small_problem
+    from .test_pace import assert_verifies_exhaustively
+
+    X, y = small_problem(8, n_features=4, n_classes=3, n_rows=300)
+    model = zoo.make_model("rf", 25, 2, 8).fit(X, y)
+    (tmp_path / "model.onnx").write_bytes(zoo.export_onnx(model, 4).SerializeToString())
+    zoo.write_csv(tmp_path / "train.csv", X, y, ["f0", "f1", "f2", "f3"])
+    summaries = {}
+    for mode in ("prune", "pace"):
+        cfg = CompressConfig(mode=mode, eta=0.0, time_limit=120, seed=0)
+        out = tmp_path / mode
+        res = run_compress(tmp_path / "model.onnx", tmp_path / "train.csv", out, cfg)
+        assert res.exit_code == 0
+        summaries[mode] = res.certificate
+    pace = summaries["pace"]
+    assert pace.summary.trees_after == summaries["prune"].summary.trees_after == 3
+    assert pace.summary.size_lower_bound == 3
+    assert pace.summary.generation_stop == "not run: the pruned model is proved minimal"
+    original, _ = read_ensemble(tmp_path / "model.onnx")
+    cells, labels = _region_cells(original, 0.0)
+    assert not _pure_pair_exists(cells, labels)
+    assert_verifies_exhaustively(tmp_path / "model.onnx", tmp_path / "pace")
+
+
 def test_synthesis_beats_the_other_phases_on_a_small_adaboost(tmp_path):
     """AdaBoost 20 x depth 2 (4 features on a 4-level grid, eta = 0): PACE without the
     synthesis phase keeps 5 trees; with it, 4 synthesized trees, proved minimal, and the
