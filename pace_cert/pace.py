@@ -907,14 +907,9 @@ class Pace:
             if left is not None and left <= 0:
                 break
             cells = self.domain.cell_index(self.X)
-            if propose:
-                cap = self.cfg.synth_seconds if left is None else min(left, self.cfg.synth_seconds)
-            else:  # a side step before the other phases: at most a tenth of the time left
-                cap = (
-                    self.cfg.bound_seconds
-                    if left is None
-                    else min(left / 10, self.cfg.bound_seconds)
-                )
+            # proofs alone are a side step before the other phases: a tenth of the time left
+            limit = self.cfg.synth_seconds if propose else self.cfg.bound_seconds
+            cap = limit if left is None else min(left if propose else left / 10, limit)
             cap, retry = (cap if retry is None else retry), None
             res = synth.synthesize(
                 cells, self.y0, k_cls, size, depth,
@@ -1065,10 +1060,7 @@ class Pace:
             self.synth_phase(self.best[0].model.n_trees - 1, propose=False)
             if self._minimal():
                 self.stop = "not run: the pruned model is proved minimal"
-                self.say(
-                    f"[synth] {self.best[0].model.n_trees} trees is the smallest faithful "
-                    "model of this family on the samples, hence in the region"
-                )
+                self._say_minimal()
                 return self._result()
         if cfg.mode in ("pace", "generate") and l1.certified:
             l1, l1_sol = self.enrich(l1, l1_sol)
@@ -1090,10 +1082,7 @@ class Pace:
             if size > 1 and not self._out_of_time():
                 self._offer(self.synth_phase(min(cfg.synth_size, size - 1)), "synth")
                 if self._minimal():
-                    self.say(
-                        f"[synth] {self.best[0].model.n_trees} trees is the smallest faithful "
-                        "model of this family on the samples, hence in the region"
-                    )
+                    self._say_minimal()
         return self._result()
 
     def _minimal(self) -> bool:
@@ -1102,6 +1091,13 @@ class Pace:
             self.best is not None
             and self.size_bound is not None
             and self.size_bound >= self.best[0].model.n_trees
+        )
+
+    def _say_minimal(self) -> None:
+        assert self.best is not None
+        self.say(
+            f"[synth] {self.best[0].model.n_trees} trees is the smallest faithful model of "
+            "this family on the samples, hence in the region"
         )
 
     def enrich(
