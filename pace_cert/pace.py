@@ -31,6 +31,10 @@ from .l0_cover import L0Cover
 from .oracle import PairResult, RegionSpec, ScoreModel, SeparationOracle
 from .region import margin_mask
 
+#: ``generation_stop`` when PACE ends right after pruning: the bound step proved the pruned
+#: model as small as any faithful model of the family
+STOP_PROVED_MINIMAL = "not run: the pruned model is proved minimal"
+
 Progress = Callable[[str], None]
 
 
@@ -1059,7 +1063,7 @@ class Pace:
         if synth_on and self.best is not None and self.best[0].model.n_trees > 1:
             self.synth_phase(self.best[0].model.n_trees - 1, propose=False)
             if self._minimal():
-                self.stop = "not run: the pruned model is proved minimal"
+                self.stop = STOP_PROVED_MINIMAL
                 self._say_minimal()
                 return self._result()
         if cfg.mode in ("pace", "generate") and l1.certified:

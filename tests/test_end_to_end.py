@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from pace_cert.certificate import Certificate
 from pace_cert.onnx_reader import read_ensemble
-from pace_cert.pace import region_margin
+from pace_cert.pace import STOP_PROVED_MINIMAL, region_margin
 from pace_cert.plausibility import load_artifact
 from pace_cert.region import region_mask
 from pace_cert.runtime import labels, session
@@ -141,7 +141,7 @@ def test_compress_certifies(run):
         assert cert.region.delta_abs is not None
     else:
         assert cert.region.plausibility is None
-    minimal = "not run: the pruned model is proved minimal"
+    minimal = STOP_PROVED_MINIMAL
     if "generate" in cfg or ("pace" in cfg and s.generation_stop != minimal):
         assert s.pricing == ("exact" if cfg[3] == 1 else "heuristic")  # stumps: exact
     if s.generation_stop == minimal:  # pace stopped after pruning: the bound says why

@@ -191,7 +191,7 @@ def test_pace_stops_after_pruning_when_the_pruned_model_is_proved_minimal(tmp_pa
     from pace_cert import zoo
     from pace_cert.app import run_compress
     from pace_cert.onnx_reader import read_ensemble
-    from pace_cert.pace import CompressConfig
+    from pace_cert.pace import STOP_PROVED_MINIMAL, CompressConfig
 
     from .helpers import small_problem
     from .test_pace import assert_verifies_exhaustively
@@ -210,7 +210,7 @@ def test_pace_stops_after_pruning_when_the_pruned_model_is_proved_minimal(tmp_pa
     pace = summaries["pace"]
     assert pace.summary.trees_after == summaries["prune"].summary.trees_after == 3
     assert pace.summary.size_lower_bound == 3
-    assert pace.summary.generation_stop == "not run: the pruned model is proved minimal"
+    assert pace.summary.generation_stop == STOP_PROVED_MINIMAL
     original, _ = read_ensemble(tmp_path / "model.onnx")
     cells, labels = _region_cells(original, 0.0)
     assert not _pure_pair_exists(cells, labels)
