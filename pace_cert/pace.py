@@ -73,6 +73,9 @@ class CompressConfig:
     l1_warm_start: bool = True  # keep one HiGHS L1 model across rounds (False: rebuild)
     pool_per_row: int = 20  # screening pool on large domains: random variants per row (0: off)
     l0_share: float = 0.5  # of the time left, for the L0 loop before the reweighting fallback
+    pace_prune_share: float = 1.0  # pace: of the time left, for pruning the original trees
+    pace_generate_share: float = 1.0  # pace: of the time left, for column generation
+    pace_boost_share: float = 1.0  # pace: of the time left, for boosting a smaller support
     reweight_rounds: int = 8  # reweighted-L1 loops after an L0 loop that did not certify
     reweight_eps: float = 0.01  # c_t = 1 / (w_t + eps * max w)
     refit_size: int = 3  # pace: try supports of up to this many partitions, free leaves
@@ -1058,7 +1061,8 @@ class Pace:
         pace = cfg.mode == "pace"
         if cfg.mode in ("prune", "pace") and l1.certified and l1_sol is not None:
             warm = np.r_[l1_sol.weights, l1_sol.offsets[1:]]
-            self.prune_phase(self.learners, l1_sol.objective, warm, "l0")
+            with self.share(cfg.pace_prune_share if pace else 1.0):
+                self.prune_phase(self.learners, l1_sol.objective, warm, "l0")
         synth_on = pace and cfg.synth_size > 0 and self.original.max_depth <= 2
         if synth_on and self.best is not None and self.best[0].model.n_trees > 1:
             self.synth_phase(self.best[0].model.n_trees - 1, propose=False)
@@ -1113,11 +1117,14 @@ class Pace:
 
         if self.cfg.mode == "pace":
             if self.best is not None and self.best[0].model.n_trees > 1:
-                self._offer(self.boost_phase(self.best[0].model.n_trees - 1), "boost")
+                with self.share(self.cfg.pace_boost_share):
+                    self._offer(self.boost_phase(self.best[0].model.n_trees - 1), "boost")
             # duals for the samples added since; intermediate, so screened only
             l1, l1_sol = self.l1_phase(self.learners, certify=False)
         if (l1.certified or l1.screened) and l1_sol is not None:
-            l1, l1_sol, self.pricing, self.stop = generate(self, l1, l1_sol)
+            share = self.cfg.pace_generate_share if self.cfg.mode == "pace" else 1.0
+            with self.share(share):
+                l1, l1_sol, self.pricing, self.stop = generate(self, l1, l1_sol)
         return l1, l1_sol
 
     def _offer(self, res: PhaseResult, name: str) -> None:
