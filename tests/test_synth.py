@@ -277,3 +277,34 @@ def test_a_synthesis_solve_stopped_at_its_cap_is_retried_with_the_time_left(tmp_
     unlimited, said = bound(synth_seconds=1e-3)
     assert unlimited is None or unlimited < expected
     assert not any("again with the" in m for m in said)
+
+
+def test_synthesis_solves_use_synth_threads_workers(monkeypatch):
+    """Each synthesis solve runs with ``cfg.synth_threads`` CP-SAT workers (default 1),
+    or ``cfg.threads`` when it is 0; the bound is the same either way."""
+    from pace_cert import synth, zoo
+    from pace_cert.onnx_reader import ensemble_from_model
+    from pace_cert.pace import CompressConfig, Pace
+
+    from .helpers import small_problem
+
+    X, y = small_problem(1, n_features=4, n_classes=3, n_rows=300)
+    model = zoo.make_model("rf", 25, 2, 1).fit(X, y)
+    original, _ = ensemble_from_model(zoo.export_onnx(model, 4))
+    real = synth.synthesize
+    used: list[int] = []
+
+    def recording(*args, **kw):
+        used.append(kw["threads"])
+        return real(*args, **kw)
+
+    monkeypatch.setattr(synth, "synthesize", recording)
+    bounds = {}
+    for kw, workers in (({}, 1), ({"synth_threads": 0, "threads": 2}, 2)):
+        used.clear()
+        cfg = CompressConfig(mode="pace", eta=0.0, seed=0, time_limit=120, **kw)
+        p = Pace(original, X.astype(np.float32), cfg)
+        p.synth_phase(2)
+        assert used and set(used) == {workers}
+        bounds[workers] = p.size_bound
+    assert bounds[1] == bounds[2] == 3
