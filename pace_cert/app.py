@@ -19,6 +19,7 @@ from . import __version__
 from .certificate import (
     SCALING_DERIVATION,
     SCALING_METHOD,
+    BoundaryWitness,
     Certificate,
     CpSatParameters,
     HistoryPoint,
@@ -264,6 +265,17 @@ def build_certificate(
             l0_big_m=r.big_m,
             l0_optimal=r.l0_optimal,
             size_lower_bound=r.size_bound,
+            witness_bound=r.witness_bound,
+            boundary_witnesses=[
+                BoundaryWitness(
+                    feature=w.feature,
+                    x=[float(v) for v in w.x],
+                    x_next=[float(v) for v in w.x_next],
+                    label=label(r.original.classes, w.label),
+                    label_next=label(r.original.classes, w.label_next),
+                )
+                for w in r.witnesses
+            ],
             fidelity=float(np.mean(pred_o == pred_c)),
             accuracy_original=float(np.mean(pred_o == y)),
             accuracy_compressed=float(np.mean(pred_c == y)),

@@ -17,7 +17,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = "1.1"  # 1.1: summary.size_lower_bound (optional)
+SCHEMA_VERSION = "1.2"  # 1.1: summary.size_lower_bound; 1.2: boundary witnesses (optional)
 Label = int | str
 
 
@@ -127,6 +127,14 @@ class PairCertificate(_Strict):
     history: list[HistoryPoint]
 
 
+class BoundaryWitness(_Strict):
+    feature: int = Field(description="the one feature (0-based) where x and x_next differ")
+    x: list[float] = Field(description="float32 values, exact when parsed as float32")
+    x_next: list[float] = Field(description="x with a larger value of the feature")
+    label: Label = Field(description="the original's label at x")
+    label_next: Label = Field(description="the original's label at x_next (not label)")
+
+
 class Summary(_Strict):
     certified: bool
     status: Literal["certified", "inconclusive"]
@@ -160,13 +168,26 @@ class Summary(_Strict):
     )
     size_lower_bound: int | None = Field(
         default=None,
-        description="pace mode, originals of depth d <= 2: CP-SAT proved (status INFEASIBLE) "
-        "that no set of fewer trees of depth <= d splits the samples collected (training rows "
-        "in the region and separating samples, all inside the region the oracle searches) "
-        "into cells of one original label, so no model of fewer such trees, whatever its "
-        "leaf values and weights, is faithful there; when it equals trees_after the "
-        "compressed model is the smallest of its family. null when not computed. Not "
-        "re-checked by verify",
+        description="no faithful model of fewer trees of depth <= the original's max_depth "
+        "exists in the region, whatever its thresholds, leaf values and weights; when it "
+        "equals trees_after the compressed model is the smallest of its family. The larger "
+        "of witness_bound and (pace mode, depth <= 2) the synthesis proofs: CP-SAT proved "
+        "(INFEASIBLE) that no set of fewer trees splits the samples collected (training rows "
+        "in the region and separating samples) into cells of one original label; verify "
+        "does not re-check those. null when not computed",
+    )
+    witness_bound: int | None = Field(
+        default=None,
+        description="ceil(len(boundary_witnesses) / (2**max_depth - 1)): each witness pair "
+        "needs a split of its feature at a threshold in [x_i, x_next_i), the witnesses of a "
+        "feature have disjoint such intervals, and a tree of depth <= d has at most "
+        "2**d - 1 splits. verify re-checks every witness with onnxruntime. null when no "
+        "witness was found",
+    )
+    boundary_witnesses: list[BoundaryWitness] = Field(
+        default_factory=list,
+        description="pairs of region points differing in one feature that the original "
+        "labels differently; the evidence for witness_bound",
     )
     fidelity: float = Field(description="agreement with the original on the data given")
     accuracy_original: float
@@ -257,7 +278,15 @@ def bound_line(summary: Summary, depth: int) -> str:
     if b is None or not summary.certified:
         return ""
     what = "minimal" if b >= summary.trees_after else "lower bound"
-    return f"{what}: no faithful model of fewer than {b} trees of depth <= {depth} in the region\n"
+    how = (
+        f" ({len(summary.boundary_witnesses)} boundary witnesses)"
+        if summary.witness_bound is not None and summary.witness_bound >= b
+        else ""
+    )
+    return (
+        f"{what}: no faithful model of fewer than {b} trees of depth <= {depth} in the "
+        f"region{how}\n"
+    )
 
 
 def write_schema(path: str | Path) -> None:

@@ -24,16 +24,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import l0_cover, master, refit, synth
+from . import l0_cover, master, refit, synth, witness
 from .domain import FeatureDomain, build_domain, infer_binary, infer_integer
 from .ensemble import Ensemble, Tree, float32_sum_guard
 from .l0_cover import L0Cover
 from .oracle import PairResult, RegionSpec, ScoreModel, SeparationOracle
-from .region import margin_mask
+from .region import margin_mask, region_mask
 
 #: ``generation_stop`` when PACE ends right after pruning: the bound step proved the pruned
 #: model as small as any faithful model of the family
-STOP_PROVED_MINIMAL = "not run: the pruned model is proved minimal"
+STOP_PROVED_MINIMAL = "not run: the certified model is proved minimal"
 
 Progress = Callable[[str], None]
 
@@ -140,7 +140,9 @@ class CompressResult:
     gurobi_used: bool = False
     schedule: str = "sequential"  # how the oracle spread its threads over the label pairs
     race_linearization: tuple[int, ...] = ()  # racing attempts' CP-SAT linearization_level
-    size_bound: int | None = None  # proved: no faithful model of fewer depth<=2 trees (synth)
+    size_bound: int | None = None  # proved: no faithful model of fewer trees (synth, witnesses)
+    witnesses: list[witness.Witness] = field(default_factory=list)  # evidence for size_bound
+    witness_bound: int | None = None  # the bound the witnesses give alone
 
 
 # ---------------------------------------------------------------------- pure helpers
@@ -289,8 +291,11 @@ class Pace:
         self.history: list[HistoryEntry] = []
         self.l1_values: list[float] = []
         self.reduced_costs: list[float] = []
-        # synth_phase: no model of fewer trees of depth <= 2 meets the samples (None: not run)
+        # no faithful model of fewer trees of depth <= the original's (None: not known):
+        # synth_phase's proofs and boundary witnesses (witness.py) raise it
         self.size_bound: int | None = None
+        self.witnesses: dict[tuple[int, int], witness.Witness] = {}
+        self.witness_bound: int | None = None
 
     # ---------------------------------------------------------------- utilities
     def remaining(self) -> float | None:
@@ -1057,14 +1062,25 @@ class Pace:
         self.best: tuple[PhaseResult, str] | None = None
         self.l0_optimal: bool | None = None
         self.l0_proved: int | None = None  # size of a certified, optimally solved L0 model
+        self._witness_bound()
         l1, l1_sol = self.l1_phase(self.learners)
         if l1.certified:
             self._offer(l1, "l1" if cfg.mode != "generate" else "l1-original")
         pace = cfg.mode == "pace"
+        self._witness_bound()  # the samples the L1 loop added
+        if cfg.mode != "generate" and self._minimal():  # nothing smaller can be faithful
+            self.stop = STOP_PROVED_MINIMAL if pace else self.stop
+            self._say_minimal()
+            return self._result()
         if cfg.mode in ("prune", "pace") and l1.certified and l1_sol is not None:
             warm = np.r_[l1_sol.weights, l1_sol.offsets[1:]]
             with self.share(cfg.pace_prune_share if pace else 1.0):
                 self.prune_phase(self.learners, l1_sol.objective, warm, "l0")
+        self._witness_bound()  # the samples the loops added
+        if pace and self._minimal():
+            self.stop = STOP_PROVED_MINIMAL
+            self._say_minimal()
+            return self._result()
         synth_on = pace and cfg.synth_size > 0 and self.original.max_depth <= 2
         if synth_on and self.best is not None and self.best[0].model.n_trees > 1:
             self.synth_phase(self.best[0].model.n_trees - 1, propose=False)
@@ -1095,6 +1111,33 @@ class Pace:
                     self._say_minimal()
         return self._result()
 
+    def _witness_bound(self) -> None:
+        """Look for boundary witnesses among the samples (``witness.py``): pairs of
+        region points one allowed cell apart on one feature that the original labels
+        differently. Each gap needs an internal node of some tree, so the gaps witnessed
+        bound every faithful model's size from below; raise ``size_bound`` to that."""
+        depth = self.original.max_depth
+        if depth < 1 or len(self.X) == 0:
+            return
+        before = len(self.witnesses)
+        witness.find_witnesses(
+            self.original,
+            self.domain,
+            self.X,
+            lambda Z: region_mask(self.original, self.region.margin, self.plausibility, Z),
+            self.witnesses,
+        )
+        if len(self.witnesses) == before:
+            return
+        self.witness_bound = witness.size_bound(len(self.witnesses), depth)
+        if self.witness_bound > (self.size_bound or 0):
+            self.size_bound = self.witness_bound
+            self.say(
+                f"[witness] {len(self.witnesses)} feature gaps where the original's label "
+                f"changes inside the region: a faithful model of trees of depth <= {depth} "
+                f"has at least {self.size_bound} trees"
+            )
+
     def _minimal(self) -> bool:
         """The best certified model has as few trees as the proved lower bound."""
         return (
@@ -1106,8 +1149,8 @@ class Pace:
     def _say_minimal(self) -> None:
         assert self.best is not None
         self.say(
-            f"[synth] {self.best[0].model.n_trees} trees is the smallest faithful model of "
-            "this family on the samples, hence in the region"
+            f"[bound] {self.best[0].model.n_trees} trees is the smallest faithful model of "
+            "this family in the region (size lower bound reached)"
         )
 
     def enrich(
@@ -1140,6 +1183,7 @@ class Pace:
         self.best = (res, name)
 
     def _result(self) -> CompressResult:
+        self._witness_bound()
         best = self.best
         k = self.original.n_classes
         certified = best is not None
@@ -1172,6 +1216,8 @@ class Pace:
             schedule=self.oracle.schedule_for(self.cfg.threads, k * (k - 1)),
             race_linearization=self.oracle.race_linearization(),
             size_bound=self.size_bound,
+            witnesses=list(self.witnesses.values()),
+            witness_bound=self.witness_bound,
         )
 
 

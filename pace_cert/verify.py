@@ -26,6 +26,8 @@ from .oracle import RegionSpec, ScoreModel, SeparationOracle
 from .pace import region_margin, required_margin
 from .region import region_mask
 from .runtime import labels, session
+from .witness import Witness, check_witnesses
+from .witness import size_bound as witness_size_bound
 
 EXHAUSTIVE_LIMIT = 2_000_000
 
@@ -220,6 +222,11 @@ def _prove(
     bad = _disagreements(orig, c_o, forest, domain, X, so, sc)
     if bad is not None:
         return VerifyReport(1, "refuted", "replayed point disagrees", pairs, bad, len(X))
+    problems = _witness_problems(cert, orig, c_o, forest, domain, so)
+    if problems:
+        return VerifyReport(
+            1, "refuted", "size lower bound: " + "; ".join(problems[:3]), pairs, None, len(X)
+        )
     n_cells = None
     if exhaustive:
         n_cells = int(np.prod([int(domain.allowed(i).sum()) for i in range(orig.n_features)]))
@@ -235,6 +242,37 @@ def _prove(
     return VerifyReport(
         0, "verified", f"all {len(results)} pairs proved INFEASIBLE", pairs, None, len(X), n_cells
     )
+
+
+def _witness_problems(cert: Certificate, orig, c_o, forest, domain, so) -> list[str]:
+    """Re-check the boundary witnesses behind ``summary.witness_bound``: onnxruntime on
+    the original, the region rebuilt here, and the bound they give."""
+    s = cert.summary
+    if s.witness_bound is None and not s.boundary_witnesses:
+        return []
+    n = orig.n_features
+    if any(len(w.x) != n or len(w.x_next) != n for w in s.boundary_witnesses):
+        return [f"a witness does not have {n} features"]
+    ws = [
+        Witness(
+            w.feature,
+            -1,
+            np.asarray(w.x, np.float32),
+            np.asarray(w.x_next, np.float32),
+            str(w.label),
+            str(w.label_next),
+        )
+        for w in s.boundary_witnesses
+    ]
+
+    def onnx_labels(Z: np.ndarray) -> np.ndarray:
+        return np.array([v.decode() if isinstance(v, bytes) else str(v) for v in labels(so, Z)])
+
+    problems = check_witnesses(ws, onnx_labels, lambda Z: region_mask(orig, c_o, forest, Z, domain))
+    want = witness_size_bound(len(ws), orig.max_depth)
+    if not problems and s.witness_bound != want:
+        problems.append(f"witness_bound {s.witness_bound}, the {len(ws)} witnesses give {want}")
+    return problems
 
 
 def _disagreements(orig, c_o, forest, domain, X, so, sc) -> dict | None:

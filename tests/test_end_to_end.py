@@ -146,15 +146,22 @@ def test_compress_certifies(run):
         assert s.pricing == ("exact" if cfg[3] == 1 else "heuristic")  # stumps: exact
     if s.generation_stop == minimal:  # pace stopped after pruning: the bound says why
         assert "pace" in cfg and s.pricing == "none" and s.size_lower_bound == s.trees_after
+    b = s.size_lower_bound
     if "pace" in cfg and s.trees_after > 1:  # the synthesis phase's proved lower bound
-        b = s.size_lower_bound
-        assert b is not None and 2 <= b <= s.trees_after
+        assert b is not None and b >= 2
+    if b is not None:  # synthesis proofs and/or boundary witnesses (any mode)
+        assert 1 <= b <= s.trees_after and b >= (s.witness_bound or 0)
         word = "minimal" if b == s.trees_after else "lower bound"
         assert (
             f"{word}: no faithful model of fewer than {b} trees of depth <= {cfg[3]}" in run.stdout
         )
     else:
-        assert s.size_lower_bound is None and "no faithful model of fewer" not in run.stdout
+        assert "no faithful model of fewer" not in run.stdout
+    if s.witness_bound is not None:
+        per_tree = 2**cert.original.max_depth - 1
+        assert s.witness_bound == -(-len(s.boundary_witnesses) // per_tree) >= 1
+    else:
+        assert s.boundary_witnesses == []
 
 
 def test_compressed_model_agrees_inside_region(run):
@@ -472,3 +479,36 @@ def test_compress_overwrites_stale_files_atomically(zoo_model, tmp_path):
         assert (out / n).stat().st_ino != ino
     res = invoke("verify", model, out / "compressed.onnx", out / "certificate.json")
     assert res.exit_code == 0, res.output
+
+
+def test_tampered_boundary_witness_is_refuted(compas_run, tmp_path):
+    """verify re-checks the size lower bound's witnesses with onnxruntime: the run's
+    pass, a swapped label, a moved point and an inflated witness_bound are refuted."""
+    c = load_cert(compas_run.out / "certificate.json")
+    assert c.summary.boundary_witnesses and c.summary.witness_bound is not None
+    res = invoke(
+        "verify",
+        compas_run.model,
+        compas_run.out / "compressed.onnx",
+        compas_run.out / "certificate.json",
+    )
+    assert res.exit_code == 0, res.output
+
+    def swap(d):
+        w = d["summary"]["boundary_witnesses"][0]
+        w["label"], w["label_next"] = w["label_next"], w["label"]
+
+    def move(d):
+        w = d["summary"]["boundary_witnesses"][0]
+        other = (w["feature"] + 1) % len(w["x"])
+        w["x_next"][other] = w["x"][other] + 1.0
+
+    def inflate(d):
+        d["summary"]["witness_bound"] += 1
+
+    for k, fn in enumerate((swap, move, inflate)):
+        comp, cert, _ = copy_run(compas_run, tmp_path / str(k))
+        edit_cert(cert, fn)
+        res = invoke("verify", compas_run.model, comp, cert)
+        assert res.exit_code == 1, (fn.__name__, res.output)
+        assert res.stdout.startswith("refuted") and "size lower bound" in res.stdout

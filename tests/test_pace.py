@@ -227,8 +227,8 @@ def test_prune_l0_loop_continues_after_the_reweighting_fallback(tmp_path):
 
 def test_pace_prune_share_limits_the_prune_of_the_original_trees(tmp_path):
     """``pace_prune_share`` caps the L0 prune of the original trees at a fraction of the
-    time left: at 1 (the default) it runs before the size bound is proved; at 0 it gets
-    no time, so the first L0 line comes after the bound step, from the enriched pool.
+    time left: at 1 (the default) it runs before boosting; at 0 it gets no time, so the
+    first L0 line comes after boosting, from the enriched pool.
     Both runs still return a certified model that ``verify --exhaustive`` accepts."""
     write_rf20_problem(tmp_path)
     for share in (1.0, 0.0):
@@ -243,8 +243,8 @@ def test_pace_prune_share_limits_the_prune_of_the_original_trees(tmp_path):
         )
         assert res.exit_code == 0
         assert_verifies_exhaustively(tmp_path / "model.onnx", out)
-        first_synth = next(i for i, m in enumerate(said) if m.startswith("[synth]"))
-        pruned_first = any(m.startswith("[l0]") for m in said[:first_synth])
+        boost = next(i for i, m in enumerate(said) if m.startswith("[boost]"))
+        pruned_first = any(m.startswith("[l0]") for m in said[:boost])
         assert pruned_first == (share == 1.0)
         if share == 0.0:  # the time went to the later phases
             assert any(m.startswith("[generate]") for m in said)
