@@ -239,6 +239,12 @@ def verify(
             typer.echo(f"{rep.status}: {rep.message}")
             if rep.domain is not None:
                 typer.echo(f"domain: {_domain_line(rep.domain)}")
+            if rep.witnesses_checked:
+                typer.echo(
+                    f"size lower bound: {rep.witnesses_checked} boundary witnesses re-checked "
+                    f"with onnxruntime; no faithful model of fewer than {rep.witness_bound} "
+                    "trees of the original's depth"
+                )
             if rep.counterexample:
                 ce = rep.counterexample
                 typer.echo(

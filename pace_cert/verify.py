@@ -42,6 +42,8 @@ class VerifyReport:
     replayed: int = 0
     exhaustive_cells: int | None = None
     domain: dict | None = None  # the certificate's stated input domain (what was proved)
+    witnesses_checked: int | None = None  # boundary witnesses re-checked (size lower bound)
+    witness_bound: int | None = None  # the bound they give: fewer trees cannot be faithful
 
     def to_json(self) -> dict:
         return {
@@ -53,6 +55,8 @@ class VerifyReport:
             "replayed_points": self.replayed,
             "exhaustive_cells": self.exhaustive_cells,
             "domain": self.domain,
+            "witnesses_checked": self.witnesses_checked,
+            "witness_bound": self.witness_bound,
         }
 
 
@@ -239,9 +243,13 @@ def _prove(
             return VerifyReport(1, "refuted", "a cell disagrees", pairs, bad, len(X), n_cells)
     if any(r.status != "INFEASIBLE" for r in results):
         return VerifyReport(2, "inconclusive", "time limit before every pair was proved", pairs)
-    return VerifyReport(
+    rep = VerifyReport(
         0, "verified", f"all {len(results)} pairs proved INFEASIBLE", pairs, None, len(X), n_cells
     )
+    if cert.summary.witness_bound is not None:
+        rep.witnesses_checked = len(cert.summary.boundary_witnesses)
+        rep.witness_bound = cert.summary.witness_bound
+    return rep
 
 
 def _witness_problems(cert: Certificate, orig, c_o, forest, domain, so) -> list[str]:

@@ -493,6 +493,8 @@ def test_tampered_boundary_witness_is_refuted(compas_run, tmp_path):
         compas_run.out / "certificate.json",
     )
     assert res.exit_code == 0, res.output
+    n = len(c.summary.boundary_witnesses)
+    assert f"size lower bound: {n} boundary witnesses re-checked" in res.stdout
 
     def swap(d):
         w = d["summary"]["boundary_witnesses"][0]
