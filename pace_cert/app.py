@@ -270,7 +270,7 @@ def build_certificate(
                 BoundaryWitness(
                     feature=w.feature,
                     x=[float(v) for v in w.x],
-                    x_next=[float(v) for v in w.x_next],
+                    value_next=float(w.x_next[w.feature]),
                     label=label(r.original.classes, w.label),
                     label_next=label(r.original.classes, w.label_next),
                 )

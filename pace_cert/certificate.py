@@ -130,7 +130,9 @@ class PairCertificate(_Strict):
 class BoundaryWitness(_Strict):
     feature: int = Field(description="the one feature (0-based) where x and x_next differ")
     x: list[float] = Field(description="float32 values, exact when parsed as float32")
-    x_next: list[float] = Field(description="x with a larger value of the feature")
+    value_next: float = Field(
+        description="x_next = x with this (larger, float32) value of the feature"
+    )
     label: Label = Field(description="the original's label at x")
     label_next: Label = Field(description="the original's label at x_next (not label)")
 
@@ -178,7 +180,8 @@ class Summary(_Strict):
     )
     witness_bound: int | None = Field(
         default=None,
-        description="ceil(len(boundary_witnesses) / (2**max_depth - 1)): each witness pair "
+        description="ceil(len(boundary_witnesses) / (2**max_depth - 1)) (at most "
+        "2048 witnesses are kept): each witness pair "
         "needs a split of its feature at a threshold in [x_i, x_next_i), the witnesses of a "
         "feature have disjoint such intervals, and a tree of depth <= d has at most "
         "2**d - 1 splits. verify re-checks every witness with onnxruntime. null when no "

@@ -1126,6 +1126,7 @@ class Pace:
             self.X,
             lambda Z: region_mask(self.original, self.region.margin, self.plausibility, Z),
             self.witnesses,
+            limit=witness.MAX_WITNESSES,
         )
         if len(self.witnesses) == before:
             return

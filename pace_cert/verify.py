@@ -259,14 +259,20 @@ def _witness_problems(cert: Certificate, orig, c_o, forest, domain, so) -> list[
     if s.witness_bound is None and not s.boundary_witnesses:
         return []
     n = orig.n_features
-    if any(len(w.x) != n or len(w.x_next) != n for w in s.boundary_witnesses):
-        return [f"a witness does not have {n} features"]
+    if any(len(w.x) != n or not 0 <= w.feature < n for w in s.boundary_witnesses):
+        return [f"a witness does not have {n} features or names another feature"]
+
+    def moved(w) -> np.ndarray:
+        x = np.asarray(w.x, np.float32).copy()
+        x[w.feature] = np.float32(w.value_next)
+        return x
+
     ws = [
         Witness(
             w.feature,
             -1,
             np.asarray(w.x, np.float32),
-            np.asarray(w.x_next, np.float32),
+            moved(w),
             str(w.label),
             str(w.label_next),
         )

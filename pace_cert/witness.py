@@ -35,6 +35,8 @@ import numpy as np
 from .domain import FeatureDomain
 from .ensemble import Ensemble
 
+MAX_WITNESSES = 2048  # kept per run: bounds the certificate's size (2 points each)
+
 
 @dataclass(frozen=True)
 class Witness:
@@ -74,6 +76,7 @@ def find_witnesses(
     X: np.ndarray,
     in_region: Callable[[np.ndarray], np.ndarray],
     known: dict[tuple[int, int], Witness] | None = None,
+    limit: int | None = None,
 ) -> dict[tuple[int, int], Witness]:
     """Witnesses by gap ``(feature, cell of the lower value)``, one per gap.
 
@@ -81,11 +84,12 @@ def find_witnesses(
     and separating samples); each is moved to the next and the previous allowed cell
     of every feature (the cell's representative value). ``in_region`` maps float32 rows
     to a boolean mask (exact membership). ``known`` (updated in place and returned)
-    holds witnesses found earlier; gaps already there are skipped.
+    holds witnesses found earlier; gaps already there are skipped. ``limit``: stop once
+    that many are held (the bound then counts only those; it stays sound).
     """
     found: dict[tuple[int, int], Witness] = {} if known is None else known
     X = np.asarray(X, np.float32).reshape(-1, domain.n_features)
-    if len(X) == 0:
+    if len(X) == 0 or (limit is not None and len(found) >= limit):
         return found
     X = X[domain.contains(X)]
     X = X[in_region(X)]
@@ -122,6 +126,8 @@ def find_witnesses(
                 key = (i, int(lower_cell[j]))
                 if key in found:
                     continue
+                if limit is not None and len(found) >= limit:
+                    return found
                 a, b = (X[idx[j]], Xn[j]) if step == 1 else (Xn[j], X[idx[j]])
                 la, lb = (int(y[idx[j]]), int(yn[j])) if step == 1 else (int(yn[j]), int(y[idx[j]]))
                 found[key] = Witness(i, key[1], a.copy(), b.copy(), la, lb)

@@ -483,7 +483,8 @@ def test_compress_overwrites_stale_files_atomically(zoo_model, tmp_path):
 
 def test_tampered_boundary_witness_is_refuted(compas_run, tmp_path):
     """verify re-checks the size lower bound's witnesses with onnxruntime: the run's
-    pass, a swapped label, a moved point and an inflated witness_bound are refuted."""
+    pass; a swapped label, a moved point, a gap counted twice and an inflated
+    witness_bound are refuted."""
     c = load_cert(compas_run.out / "certificate.json")
     assert c.summary.boundary_witnesses and c.summary.witness_bound is not None
     res = invoke(
@@ -500,15 +501,19 @@ def test_tampered_boundary_witness_is_refuted(compas_run, tmp_path):
         w = d["summary"]["boundary_witnesses"][0]
         w["label"], w["label_next"] = w["label_next"], w["label"]
 
-    def move(d):
+    def duplicate(d):  # one gap counted twice
+        ws = d["summary"]["boundary_witnesses"]
+        ws.append(dict(ws[0]))
+        d["summary"]["witness_bound"] = -(-len(ws) // 3)
+
+    def move(d):  # x_next no longer above x
         w = d["summary"]["boundary_witnesses"][0]
-        other = (w["feature"] + 1) % len(w["x"])
-        w["x_next"][other] = w["x"][other] + 1.0
+        w["value_next"] = w["x"][w["feature"]]
 
     def inflate(d):
         d["summary"]["witness_bound"] += 1
 
-    for k, fn in enumerate((swap, move, inflate)):
+    for k, fn in enumerate((swap, move, duplicate, inflate)):
         comp, cert, _ = copy_run(compas_run, tmp_path / str(k))
         edit_cert(cert, fn)
         res = invoke("verify", compas_run.model, comp, cert)

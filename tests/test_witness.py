@@ -177,3 +177,15 @@ def test_size_bound_arithmetic():
     assert witness.max_internal_nodes(3) == 7
     with pytest.raises(ValueError):
         witness.size_bound(1, 0)
+
+
+def test_witness_limit_keeps_a_sound_subset():
+    """``limit`` stops the search once that many witnesses are held; they are a subset
+    of the full search's, so the bound they give can only be lower."""
+    p, _, cells = _problem(0, "ada", 1, 0.0)
+    full = witness.find_witnesses(p.original, p.domain, cells, _in_region(p))
+    assert len(full) > 3
+    few = witness.find_witnesses(p.original, p.domain, cells, _in_region(p), limit=3)
+    assert len(few) == 3 and set(few) <= set(full)
+    again = witness.find_witnesses(p.original, p.domain, cells, _in_region(p), few, limit=3)
+    assert again is few and len(few) == 3
