@@ -1186,6 +1186,12 @@ class Pace:
     def _result(self) -> CompressResult:
         self._witness_bound()
         best = self.best
+        if best is not None and (self.size_bound or 0) > best[0].model.n_trees:
+            # two proofs contradict each other: one of them is wrong; write neither
+            raise RuntimeError(
+                f"internal error: a certified model of {best[0].model.n_trees} trees and a "
+                f"proved lower bound of {self.size_bound} trees; please report this"
+            )
         k = self.original.n_classes
         certified = best is not None
         model = best[0].model if certified else self.original

@@ -189,3 +189,13 @@ def test_witness_limit_keeps_a_sound_subset():
     assert len(few) == 3 and set(few) <= set(full)
     again = witness.find_witnesses(p.original, p.domain, cells, _in_region(p), few, limit=3)
     assert again is few and len(few) == 3
+
+
+def test_a_bound_above_a_certified_size_is_an_internal_error(monkeypatch):
+    """Two proofs that contradict each other (a certified model smaller than a proved
+    lower bound) must not both reach a certificate: compress raises instead."""
+    p, _, _ = _problem(0, "ada", 1, 0.0)
+    X, _ = small_problem(0, n_features=3, n_classes=2, n_rows=150)
+    monkeypatch.setattr(witness, "size_bound", lambda n_gaps, depth: 10**6)
+    with pytest.raises(RuntimeError, match="internal error"):
+        Pace(p.original, X, CompressConfig(mode="prune", seed=0)).run()
