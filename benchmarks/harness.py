@@ -520,6 +520,7 @@ class FipeTable:
             "family",
             "status",
             "ours S (mean)",
+            "min. here",
             "ours S (seed 0)",
             "FIPE here (seed 0)",
             "Δ seed 0",
@@ -527,7 +528,6 @@ class FipeTable:
             "fid.",
             "acc. (orig.)",
         ]
-        header.insert(4, "min. here")
         if pace_cols:
             header += ["PACE status", "PACE S", "PACE P", "PACE T (s)"]
         header += ["paper FIPE S (T)", "paper PACE S (P, T)"]

@@ -296,6 +296,7 @@ class Pace:
         self.size_bound: int | None = None
         self.witnesses: dict[tuple[int, int], witness.Witness] = {}
         self.witness_bound: int | None = None
+        self._witness_rows = 0  # samples already searched for witnesses (rows only grow)
 
     # ---------------------------------------------------------------- utilities
     def remaining(self) -> float | None:
@@ -1117,13 +1118,14 @@ class Pace:
         differently. Each gap needs an internal node of some tree, so the gaps witnessed
         bound every faithful model's size from below; raise ``size_bound`` to that."""
         depth = self.original.max_depth
-        if depth < 1 or len(self.X) == 0:
+        if depth < 1 or len(self.X) == self._witness_rows:
             return
         before = len(self.witnesses)
+        new_rows, self._witness_rows = self.X[self._witness_rows :], len(self.X)
         witness.find_witnesses(
             self.original,
             self.domain,
-            self.X,
+            new_rows,
             lambda Z: region_mask(self.original, self.region.margin, self.plausibility, Z),
             self.witnesses,
             limit=witness.MAX_WITNESSES,

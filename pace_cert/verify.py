@@ -270,7 +270,6 @@ def _witness_problems(cert: Certificate, orig, c_o, forest, domain, so) -> list[
     ws = [
         Witness(
             w.feature,
-            -1,
             np.asarray(w.x, np.float32),
             moved(w),
             str(w.label),

@@ -40,13 +40,11 @@ MAX_WITNESSES = 2048  # kept per run: bounds the certificate's size (2 points ea
 
 @dataclass(frozen=True)
 class Witness:
-    """x and x_next differ in ``feature`` only; x[feature] < x_next[feature] are
-    consecutive allowed values (cells ``cell`` and the next allowed one; -1 when not
-    known); the original labels them ``label`` and ``label_next``, which differ (class
-    indices when found here; verify states them as label strings)."""
+    """x and x_next differ in ``feature`` only; x[feature] < x_next[feature] (found here:
+    consecutive allowed values); the original labels them ``label`` and ``label_next``,
+    which differ (class indices when found here; verify states them as label strings)."""
 
     feature: int
-    cell: int  # domain cell of x[feature]; identifies the gap on this feature
     x: np.ndarray  # float32 [n_features]
     x_next: np.ndarray  # float32 [n_features]
     label: int | str
@@ -111,7 +109,7 @@ def find_witnesses(
                 continue
             to = allowed[q[idx]]
             lower_cell = np.minimum(cells[idx, i], to)
-            new = np.array([(i, int(c)) not in found for c in lower_cell], bool)
+            new = ~np.isin(lower_cell, [c for f, c in found if f == i])
             idx, to, lower_cell = idx[new], to[new], lower_cell[new]
             if len(idx) == 0:
                 continue
@@ -130,7 +128,7 @@ def find_witnesses(
                     return found
                 a, b = (X[idx[j]], Xn[j]) if step == 1 else (Xn[j], X[idx[j]])
                 la, lb = (int(y[idx[j]]), int(yn[j])) if step == 1 else (int(yn[j]), int(y[idx[j]]))
-                found[key] = Witness(i, key[1], a.copy(), b.copy(), la, lb)
+                found[key] = Witness(i, a.copy(), b.copy(), la, lb)
     return found
 
 
