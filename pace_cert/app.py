@@ -196,9 +196,17 @@ def build_certificate(
     pred_o = r.original.predict_index(X)
     pred_c = comp.predict_index(X)
     n_new = sum(o == "new" for o in comp.origin)
+    n = comp.n_trees
     learners = [
-        Learner(index=i, origin=o, weight=w)  # type: ignore[arg-type]
-        for i, (o, w) in enumerate(zip(comp.origin, r.weights or [1.0] * comp.n_trees))
+        Learner(index=i, origin=o, weight=w, merged=m, original_trees=ot)  # type: ignore[arg-type]
+        for i, (o, w, m, ot) in enumerate(
+            zip(
+                comp.origin,
+                r.weights or [1.0] * n,
+                r.merged or [1] * n,
+                r.original_trees or [[] for _ in range(n)],
+            )
+        )
     ]
     lin = r.race_linearization
     race_lin = (

@@ -17,7 +17,8 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = "1.2"  # 1.1: summary.size_lower_bound; 1.2: boundary witnesses (optional)
+SCHEMA_VERSION = "1.3"  # 1.1: summary.size_lower_bound; 1.2: boundary witnesses (optional);
+# 1.3: learners' merged / original_trees, history phase "merge", summary.phase "merge"
 Label = int | str
 
 
@@ -57,7 +58,20 @@ class ModelSummary(_Strict):
 class Learner(_Strict):
     index: int = Field(description="tree index in the compressed model")
     origin: Literal["original", "new"]
-    weight: float = Field(description="master weight folded into this tree's leaf values")
+    weight: float = Field(
+        description="master weight folded into this tree's leaf values (summed over the "
+        "learners merged into it)"
+    )
+    merged: int = Field(
+        default=1,
+        description="learners (original or new) whose weighted leaf values this tree sums: "
+        "they share every split, so one tree scores every input as they do together",
+    )
+    original_trees: list[int] = Field(
+        default_factory=list,
+        description="indices (0-based, in the original model) of the original trees among "
+        "the learners merged into this tree",
+    )
 
 
 class Plausibility(_Strict):
@@ -98,7 +112,7 @@ class Scaling(_Strict):
 
 
 class HistoryPoint(_Strict):
-    phase: Literal["l1", "l0", "boost", "refit"]
+    phase: Literal["merge", "l1", "l0", "boost", "refit"]
     iteration: int
     y0: Label
     y: Label
@@ -142,7 +156,8 @@ class Summary(_Strict):
     status: Literal["certified", "inconclusive"]
     mode: str
     phase: str = Field(
-        description="phase whose model was kept: l1, l0, l0-reweighted, boost, l0-enriched, refit, "
+        description="phase whose model was kept: merge (the original, trees sharing every "
+        "split merged), l1, l0, l0-reweighted, boost, l0-enriched, refit, "
         "synth, l0-enriched-reweighted or l1-generated"
     )
     trees_before: int

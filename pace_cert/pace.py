@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import l0_cover, master, refit, synth, witness
+from . import l0_cover, master, merge, refit, synth, witness
 from .domain import FeatureDomain, build_domain, infer_binary, infer_integer
 from .ensemble import Ensemble, Tree, float32_sum_guard
 from .l0_cover import L0Cover
@@ -84,6 +84,8 @@ class CompressConfig:
     # solve is asked again once with all the time left (the phase runs last)
     bound_seconds: float = 10.0  # pace: per CP-SAT proof of the lower bound right after
     # pruning (synthesis without candidates); a pruned model proved minimal ends the run
+    merge_original: bool = True  # prune/pace: first certify the original with its trees
+    # that share every split merged (merge.py); fold merges shared splits either way
     synth_threads: int = 1  # CP-SAT workers per synthesis solve (0: ``threads``); one
     # worker proved the long k = 3 bounds 1.2-1.3x faster than two (benchmarks/README.md)
 
@@ -143,6 +145,9 @@ class CompressResult:
     size_bound: int | None = None  # proved: no faithful model of fewer trees (synth, witnesses)
     witnesses: list[witness.Witness] = field(default_factory=list)  # evidence for size_bound
     witness_bound: int | None = None  # the bound the witnesses give alone
+    merged: list[int] = field(default_factory=list)  # per compressed tree: learners summed
+    original_trees: list[list[int]] = field(default_factory=list)  # per tree: original
+    # trees (indices in the original) among them
 
 
 # ---------------------------------------------------------------------- pure helpers
@@ -159,17 +164,23 @@ def fold(
 ) -> tuple[Ensemble, list[int]]:
     """The exact float32 model to certify and write: w_t folded into leaf values.
 
-    Weights below ``tol * max(w)`` are dropped *before* the proof. Returns the model
-    and the indices of the learners it keeps.
+    Weights below ``tol * max(w)`` are dropped *before* the proof. Kept learners that
+    share every split are merged into one tree (``merge.py``: the same scores on every
+    input, one tree fewer each); tree i of the model is group i of
+    ``merge.group_by_structure([learners[t] for t in keep])``, "new" if any learner in
+    it is. Returns the model and the indices of the learners it keeps (at least as many
+    as the model has trees).
     """
     wmax = float(weights.max()) if len(weights) else 0.0
     keep = [t for t in range(len(learners)) if weights[t] > tol * wmax and weights[t] > 0]
-    trees = []
-    for t in keep:
-        tr = learners[t]
-        v = (weights[t] * tr.value).astype(np.float32).astype(np.float64)
-        v[tr.left != -1] = 0.0
+    kept = [learners[t] for t in keep]
+    kept_w = [float(weights[t]) for t in keep]
+    trees, tree_origin = [], []
+    for g in merge.group_by_structure(kept):
+        tr = kept[g[0]]
+        v = merge.merged_leaf_values(kept, kept_w, g)
         trees.append(Tree(tr.feature, tr.threshold, tr.left, tr.right, v))
+        tree_origin.append("new" if any(origin[keep[i]] == "new" for i in g) else "original")
     base = np.asarray(offsets, np.float32).astype(np.float64)
     model = Ensemble(
         trees=tuple(trees),
@@ -181,7 +192,7 @@ def fold(
         margin_scale=1.0,
         pattern="pace-cert-argmax",
         runtime_guard=float32_sum_guard(trees, base),
-        origin=tuple(origin[t] for t in keep),
+        origin=tuple(tree_origin),
     )
     return model, keep
 
@@ -1064,6 +1075,12 @@ class Pace:
         self.l0_optimal: bool | None = None
         self.l0_proved: int | None = None  # size of a certified, optimally solved L0 model
         self._witness_bound()
+        if cfg.mode != "generate" and cfg.merge_original:
+            self._offer(self.merge_phase(), "merge")
+            if self._minimal():
+                self.stop = STOP_PROVED_MINIMAL if cfg.mode == "pace" else self.stop
+                self._say_minimal()
+                return self._result()
         l1, l1_sol = self.l1_phase(self.learners)
         if l1.certified:
             self._offer(l1, "l1" if cfg.mode != "generate" else "l1-original")
@@ -1111,6 +1128,46 @@ class Pace:
                 if self._minimal():
                     self._say_minimal()
         return self._result()
+
+    def merge_phase(self) -> PhaseResult:
+        """The original itself with its trees that share every split merged
+        (``merge.py``): its own function in exact arithmetic, fewer trees. The weights
+        are the original's, scaled so the smallest sample margin is 1 like a master
+        solution's; the oracle certifies the float32 model like any candidate (a
+        separating sample -- rounding at a near-tie -- is kept and the phase gives up).
+        Uncertified without a round when no two trees share their splits."""
+        n = len(self.learners)
+        w = np.asarray(self.original.weights, np.float64)
+        if len(merge.group_by_structure(self.learners)) == n or not len(self.X) or (w <= 0).any():
+            return PhaseResult(None, [], 0, False)
+        offsets = self.original.base - self.original.base[0]
+        margins = self.matrix(self.learners) @ np.r_[w, offsets[1:]]
+        low = float(margins.min())
+        if low <= 0:  # cannot happen for samples inside the region; give up quietly
+            return PhaseResult(None, [], 0, False)
+        sol = master.MasterSolution(w / low, offsets / low, float(np.sum(w / low)), None, True, "")
+        calls = []
+
+        class _Refuted(Exception):
+            pass
+
+        def solve(A: np.ndarray) -> master.MasterSolution:
+            if calls:
+                raise _Refuted
+            calls.append(1)
+            return sol
+
+        try:
+            res = self.faithful_loop("merge", solve, self.learners)
+        except _Refuted:
+            self.say("[merge] the merged original is refuted (float32 rounding); continuing")
+            return PhaseResult(None, [], 1, False)
+        if res.certified and res.model is not None:
+            self.say(
+                f"[merge] certified the original with its shared splits merged: "
+                f"{res.model.n_trees} trees"
+            )
+        return res
 
     def _witness_bound(self) -> None:
         """Look for boundary witnesses among the samples (``witness.py``): pairs of
@@ -1185,6 +1242,26 @@ class Pace:
                 return
         self.best = (res, name)
 
+    def _tree_sources(self, res: PhaseResult) -> tuple[list[float], list[int], list[list[int]]]:
+        """Per tree of ``res.model``: its master weight (summed over merged learners),
+        how many pool learners it merges, and the original trees among them (indices in
+        the original). Results built outside the pool (refit, synth: ``keep`` empty)
+        have one learner per tree, none of them an original tree."""
+        assert res.model is not None
+        n = res.model.n_trees
+        if not res.keep:
+            return list(res.weights) or [1.0] * n, [1] * n, [[] for _ in range(n)]
+        groups = merge.group_by_structure([self.learners[t] for t in res.keep])
+        if len(groups) != n:
+            raise RuntimeError(
+                f"internal error: {n} trees but {len(groups)} groups of kept learners"
+            )
+        weights = [float(sum(res.weights[i] for i in g)) for g in groups]
+        originals = [
+            [int(res.keep[i]) for i in g if self.origin[res.keep[i]] == "original"] for g in groups
+        ]
+        return weights, [len(g) for g in groups], originals
+
     def _result(self) -> CompressResult:
         self._witness_bound()
         best = self.best
@@ -1197,6 +1274,7 @@ class Pace:
         k = self.original.n_classes
         certified = best is not None
         model = best[0].model if certified else self.original
+        weights, merged, originals = self._tree_sources(best[0]) if certified else ([], [], [])
         return CompressResult(
             original=self.original,
             compressed=model,
@@ -1219,7 +1297,9 @@ class Pace:
             ),
             seconds=time.perf_counter() - self.t0,
             plausibility=self.plausibility,
-            weights=best[0].weights if certified else [],
+            weights=weights,
+            merged=merged,
+            original_trees=originals,
             phase=best[1] if certified else "",
             gurobi_used=getattr(self, "used_gurobi", False),
             schedule=self.oracle.schedule_for(self.cfg.threads, k * (k - 1)),

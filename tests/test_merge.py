@@ -1,0 +1,115 @@
+"""Trees that share every split (``merge.py``): merging them keeps every prediction
+(brute force over every cell, onnxruntime on the written ONNX), fold merges them in
+every candidate, and the certificate says which learners each tree sums."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+
+from pace_cert import merge, zoo
+from pace_cert.ensemble import Tree
+from pace_cert.onnx_reader import ensemble_from_model
+from pace_cert.onnx_writer import ensemble_to_onnx
+from pace_cert.pace import CompressConfig, Pace, fold
+from pace_cert.region import region_mask
+from pace_cert.runtime import labels, session
+
+from .helpers import small_problem
+
+
+def _stump(feature: int, threshold: float, left: list[float], right: list[float]) -> Tree:
+    return Tree(
+        np.array([feature, -1, -1]),
+        np.array([threshold, 0, 0], np.float32),
+        np.array([1, -1, -1]),
+        np.array([2, -1, -1]),
+        np.array([[0.0, 0.0], left, right]),
+    )
+
+
+def test_groups_are_exactly_the_trees_with_the_same_splits():
+    a, b = _stump(0, 1.5, [1, 0], [0, 1]), _stump(0, 1.5, [0.2, 0.8], [0.9, 0.1])
+    c = _stump(0, np.nextafter(np.float32(1.5), np.float32(2)), [1, 0], [0, 1])  # 1 ulp off
+    d = _stump(1, 1.5, [1, 0], [0, 1])
+    e = Tree(  # same root split as a, but a depth-2 shape
+        np.array([0, 1, -1, -1, -1]),
+        np.array([1.5, 0.5, 0, 0, 0], np.float32),
+        np.array([1, 3, -1, -1, -1]),
+        np.array([2, 4, -1, -1, -1]),
+        np.zeros((5, 2)),
+    )
+    assert merge.group_by_structure([a, c, b, d, e, a]) == [[0, 2, 5], [1], [3], [4]]
+    v = merge.merged_leaf_values([a, b], [2.0, 0.5], [0, 1])
+    np.testing.assert_allclose(v, [[0, 0], [2.1, 0.4], [0.45, 2.05]])
+
+
+def test_fold_merges_shared_splits_and_marks_a_group_with_a_new_learner_new():
+    pool = [_stump(0, 1.5, [1, 0], [0, 1]), _stump(1, 0.5, [1, 0], [0, 1])]
+    pool += [_stump(0, 1.5, [0.3, 0.7], [0.6, 0.4])]
+    model, keep = fold(
+        pool, np.array([1.0, 2.0, 3.0]), np.zeros(2), np.array([0, 1]),
+        ["original", "original", "new"], 2, 0.0,
+    )  # fmt: skip
+    assert keep == [0, 1, 2] and model.n_trees == 2
+    assert model.origin == ("new", "original")
+    X = np.array(list(itertools.product([0, 1, 2], [0, 1])), np.float32)
+    unmerged = sum(w * t.value[t.apply(X)] for w, t in zip([1.0, 2.0, 3.0], pool))
+    np.testing.assert_allclose(model.scores(X), unmerged, rtol=1e-6)
+
+
+CASES = [
+    (seed, fam, depth) for seed in (0, 1, 2) for fam, depth in (("ada", 1), ("rf", 1), ("rf", 2))
+]
+
+
+@pytest.mark.parametrize("seed,family,depth", CASES)
+def test_merged_original_agrees_on_every_cell_under_onnxruntime(seed, family, depth):
+    """The merge phase's certified model, written to ONNX: onnxruntime's label equals
+    the original ONNX's on every in-region cell of a small grid (brute force), and it
+    has one tree per distinct split structure."""
+    X, y = small_problem(seed, n_features=3, n_rows=150)
+    onx = zoo.export_onnx(zoo.make_model(family, 16, depth, seed).fit(X, y), 3)
+    original, info = ensemble_from_model(onx)
+    p = Pace(original, X, CompressConfig(mode="prune", seed=0))
+    groups = merge.group_by_structure(list(original.trees))
+    res = p.merge_phase()
+    if len(groups) == original.n_trees:
+        assert not res.certified and res.rounds == 0
+        return
+    assert res.certified and res.model is not None
+    assert res.model.n_trees == len(groups) < original.n_trees
+    assert sorted(res.keep) == list(range(original.n_trees))
+    reps = [p.domain.reps[i][p.domain.allowed(i)] for i in range(3)]
+    grid = np.array(list(itertools.product(*reps)), np.float32)
+    cells = grid[region_mask(original, p.region.margin, None, grid, p.domain)]
+    got = labels(session(ensemble_to_onnx(res.model, info).SerializeToString()), cells)
+    want = labels(session(onx.SerializeToString()), cells)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_certificate_names_the_merged_trees_and_verifies(compress_run):
+    """AdaBoost of 20 stumps on cancer: the merged original is the result; every
+    original tree is in exactly one compressed tree's ``original_trees``, ``merged``
+    counts them, and `verify` (onnxruntime replay of the training rows) accepts it."""
+    from pace_cert.cli.main import app
+    from typer.testing import CliRunner
+
+    r = compress_run("cancer", "ada", 20, 1, "--mode", "prune")
+    assert r.exit_code == 0, r.stdout + r.stderr
+    cert = json.loads((r.out / "certificate.json").read_text())
+    learners = cert["learners"]
+    assert cert["summary"]["trees_after"] == len(learners) < 20
+    named = sorted(i for lr in learners for i in lr["original_trees"])
+    assert named == list(range(20))
+    assert [lr["merged"] for lr in learners] == [len(lr["original_trees"]) for lr in learners]
+    assert any(lr["merged"] > 1 for lr in learners)
+    res = CliRunner().invoke(
+        app,
+        ["verify", str(r.model), str(r.out / "compressed.onnx"), str(r.out / "certificate.json"),
+         "--data", str(r.data)],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
