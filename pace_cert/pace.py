@@ -277,9 +277,8 @@ class Pace:
         self.oracle = SeparationOracle(
             self.domain, ScoreModel.from_ensemble(original), self.region, seed=cfg.seed
         )
-        if cfg.pool_per_row > 0 and not self.oracle.can_enumerate():
-            n = self.oracle.seed_pool(X, cfg.pool_per_row)
-            self.say(f"screening pool: {n} points clearly inside the region")
+        # the screening pool is built by the first faithful loop that screens
+        self._pool_rows = X if cfg.pool_per_row > 0 and not self.oracle.can_enumerate() else None
         # initial samples: training rows inside the region (domain, margin, plausibility)
         inside = self.domain.contains(X) & margin_mask(original, X, self.region.margin)
         if self.plausibility is not None:
@@ -376,6 +375,14 @@ class Pace:
         cand, _ = self.candidate(sol, learners)
         return bool(np.all(own_margin(cand, self.X, self.y0) > required_margin(cand)))
 
+    def _ensure_pool(self) -> None:
+        """Seed the oracle's screening pool from the training rows, once (large domains)."""
+        if self._pool_rows is None:
+            return
+        n = self.oracle.seed_pool(self._pool_rows, self.cfg.pool_per_row)
+        self._pool_rows = None
+        self.say(f"screening pool: {n} points clearly inside the region")
+
     # ---------------------------------------------------------------- one phase
     def faithful_loop(
         self,
@@ -384,6 +391,7 @@ class Pace:
         learners: list[Tree],
         certify: bool = True,
         make: Callable[[master.MasterSolution], tuple[Ensemble, list[int]]] | None = None,
+        screen: bool = True,
     ) -> PhaseResult:
         """Solve, separate, add samples, repeat until every pair is proved.
 
@@ -394,9 +402,12 @@ class Pace:
         else a pool of points inside the region); CP-SAT runs only when the screen finds
         nothing, and its points grow the pool. With ``certify=False`` the screen alone is
         used and the loop ends, uncertified, when it finds nothing: used for intermediate
-        L1 models of the generation phase, which are never output.
+        L1 models of the generation phase, which are never output. ``screen=False``
+        skips the screen (CP-SAT only): for a candidate expected to be faithful.
         """
-        screenable = self.oracle.can_enumerate() or self.oracle.pool_size() > 0
+        if screen:
+            self._ensure_pool()
+        screenable = screen and (self.oracle.can_enumerate() or self.oracle.pool_size() > 0)
         screen_only = not certify and screenable
         first: list[float] = []
 
@@ -413,12 +424,12 @@ class Pace:
             if left is not None and left <= 0:
                 return done(PhaseResult(None, [], it, False))
             sm, e_req = ScoreModel.from_ensemble(cand), required_margin(cand)
-            results = self.oracle.screen(sm, e_req, self.cfg.enumeration_per_pair)
+            results = self.oracle.screen(sm, e_req, self.cfg.enumeration_per_pair) if screen else []
             if not results and screen_only:
                 res = PhaseResult(None, [], it, False, sol.objective, sol.optimal, screened=True)
                 return done(res)
             climbed = False
-            if not results and self.cfg.climb_steps and not self.oracle.can_enumerate():
+            if not results and screen and self.cfg.climb_steps and not self.oracle.can_enumerate():
                 results = self.oracle.climb(
                     sm, e_req, self.cfg.enumeration_per_pair,
                     steps=self.cfg.climb_steps, deadline=self.deadline,
@@ -1055,15 +1066,18 @@ class Pace:
     # ---------------------------------------------------------------- modes
     def run(self) -> CompressResult:
         """prune: L1 → L0 on the original trees. generate: L1 → generation (L1 support).
-        pace: L1 → L0 on the original trees (kept as a fallback) → for depth <= 2
-        originals, CP-SAT proofs of a lower bound on the size (``synth_phase`` without
-        candidates; a pruned model of that size is minimal and ends the run) → boosting
-        for a smaller support (``boost.py``) → L1 generation → L0 on the enriched ensemble
-        warm-started from the smallest certified model → one to three tree partitions
-        with re-fitted leaves (``refit.py``, when the best is larger) → for depth <= 2
-        originals, CP-SAT synthesis of fewer trees (``synth.py``), which also raises the
-        lower bound; the smallest certified model wins, so PACE is never larger than
-        prune-only, and it stops once the best model is as small as the bound."""
+        prune and pace certify the original with its shared splits merged
+        (``merge_phase``) before the L1 loop when the size bound proves it minimal, else
+        after it when it is smaller than the L1 model. pace: L1 → L0 on the original
+        trees (kept as a fallback) → for depth <= 2 originals, CP-SAT proofs of a lower
+        bound on the size (``synth_phase`` without candidates; a pruned model of that
+        size is minimal and ends the run) → boosting for a smaller support
+        (``boost.py``) → L1 generation → L0 on the enriched ensemble warm-started from
+        the smallest certified model → one to three tree partitions with re-fitted
+        leaves (``refit.py``, when the best is larger) → for depth <= 2 originals, CP-SAT
+        synthesis of fewer trees (``synth.py``), which also raises the lower bound; the
+        smallest certified model wins, so PACE is never larger than prune-only, and it
+        stops once the best model is as small as the bound."""
         cfg = self.cfg
         self.big_m = None
         self.pricing, self.stop = "none", "not run"
@@ -1075,16 +1089,22 @@ class Pace:
         self.l0_optimal: bool | None = None
         self.l0_proved: int | None = None  # size of a certified, optimally solved L0 model
         self._witness_bound()
-        if cfg.mode != "generate" and cfg.merge_original:
+        pace = cfg.mode == "pace"
+        merged = len(merge.group_by_structure(self.learners))
+        if cfg.mode == "generate" or not cfg.merge_original or merged == len(self.learners):
+            merged = 0
+        if merged and (self.size_bound or 0) >= merged:  # would be proved minimal at once
             self._offer(self.merge_phase(), "merge")
+            merged = 0
             if self._minimal():
-                self.stop = STOP_PROVED_MINIMAL if cfg.mode == "pace" else self.stop
+                self.stop = STOP_PROVED_MINIMAL if pace else self.stop
                 self._say_minimal()
                 return self._result()
         l1, l1_sol = self.l1_phase(self.learners)
         if l1.certified:
             self._offer(l1, "l1" if cfg.mode != "generate" else "l1-original")
-        pace = cfg.mode == "pace"
+        if merged and (self.best is None or self.best[0].model.n_trees > merged):
+            self._offer(self.merge_phase(), "merge")  # a smaller certified fallback
         self._witness_bound()  # the samples the L1 loop added
         if cfg.mode != "generate" and self._minimal():  # nothing smaller can be faithful
             self.stop = STOP_PROVED_MINIMAL if pace else self.stop
@@ -1131,7 +1151,9 @@ class Pace:
 
     def merge_phase(self) -> PhaseResult:
         """The original itself with its trees that share every split merged
-        (``merge.py``): its own function in exact arithmetic, fewer trees. The weights
+        (``merge.py``): its own function in exact arithmetic, fewer trees. ``run`` tries
+        it first when the size lower bound already equals its size (boosted stumps
+        often: it is then the answer), else after the L1 loop when that is larger. The weights
         are the original's, scaled so the smallest sample margin is 1 like a master
         solution's; the oracle certifies the float32 model like any candidate (a
         separating sample -- rounding at a near-tie -- is kept and the phase gives up).
@@ -1158,7 +1180,7 @@ class Pace:
             return sol
 
         try:
-            res = self.faithful_loop("merge", solve, self.learners)
+            res = self.faithful_loop("merge", solve, self.learners, screen=False)
         except _Refuted:
             self.say("[merge] the merged original is refuted (float32 rounding); continuing")
             return PhaseResult(None, [], 1, False)
