@@ -331,13 +331,16 @@ class Pace:
         finally:
             self.deadline = deadline
 
-    def add_sample(self, x: np.ndarray) -> bool:
+    def add_sample(self, x: np.ndarray, y0: int | None = None) -> bool:
+        """Add float32 point ``x`` (labelled ``y0``, the original's class index there,
+        computed when None) unless a sample in its cell exists; True if added."""
         c = tuple(self.domain.cell_index(x[None, :])[0])
         if c in self._cells:
             return False
         self._cells.add(c)
         self.X = np.vstack([self.X, x[None, :]])
-        self.y0 = np.r_[self.y0, self.original.predict_index(x[None, :])]
+        label = self.original.predict_index(x[None, :])[0] if y0 is None else y0
+        self.y0 = np.r_[self.y0, np.int64(label)]
         return True
 
     def matrix(self, learners: list[Tree]) -> np.ndarray:
@@ -474,9 +477,12 @@ class Pace:
                     )
                 )
             new = 0
-            for r in found:
+            points = np.array([r.point for r in found], np.float32)
+            by_original = self.original.predict_index(points)
+            by_candidate = cand.predict_index(points)
+            for r, yo, yc in zip(found, by_original, by_candidate):
                 x = r.point
-                if not self.add_sample(x):
+                if not self.add_sample(x, int(yo)):
                     continue
                 new += 1
                 self.history.append(
@@ -486,8 +492,8 @@ class Pace:
                         r.y0,
                         r.y,
                         x,
-                        int(self.original.predict_index(x[None, :])[0]),
-                        int(cand.predict_index(x[None, :])[0]),
+                        int(yo),
+                        int(yc),
                     )
                 )
             if new == 0:
