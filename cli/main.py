@@ -245,6 +245,11 @@ def verify(
                     f"with onnxruntime; no faithful model of fewer than {rep.witness_bound} "
                     "trees of the original's depth"
                 )
+            if rep.merged_trees_checked:
+                typer.echo(
+                    f"learners: the {rep.merged_trees_checked} original trees the certificate "
+                    "names share every split of the compressed tree naming them"
+                )
             if rep.counterexample:
                 ce = rep.counterexample
                 typer.echo(

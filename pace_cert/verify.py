@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from .certificate import Certificate, label
 from .domain import build_domain
 from .errors import InputError
+from .merge import structure_key
 from .onnx_reader import ensemble_from_model, load_onnx
 from .oracle import RegionSpec, ScoreModel, SeparationOracle
 from .pace import region_margin, required_margin
@@ -44,6 +45,7 @@ class VerifyReport:
     domain: dict | None = None  # the certificate's stated input domain (what was proved)
     witnesses_checked: int | None = None  # boundary witnesses re-checked (size lower bound)
     witness_bound: int | None = None  # the bound they give: fewer trees cannot be faithful
+    merged_trees_checked: int | None = None  # original trees named by learners, re-checked
 
     def to_json(self) -> dict:
         return {
@@ -57,6 +59,7 @@ class VerifyReport:
             "domain": self.domain,
             "witnesses_checked": self.witnesses_checked,
             "witness_bound": self.witness_bound,
+            "merged_trees_checked": self.merged_trees_checked,
         }
 
 
@@ -231,6 +234,11 @@ def _prove(
         return VerifyReport(
             1, "refuted", "size lower bound: " + "; ".join(problems[:3]), pairs, None, len(X)
         )
+    problems = _learner_problems(cert, orig, comp)
+    if problems:
+        return VerifyReport(
+            1, "refuted", "learners: " + "; ".join(problems[:3]), pairs, None, len(X)
+        )
     n_cells = None
     if exhaustive:
         n_cells = int(np.prod([int(domain.allowed(i).sum()) for i in range(orig.n_features)]))
@@ -249,7 +257,53 @@ def _prove(
     if cert.summary.witness_bound is not None:
         rep.witnesses_checked = len(cert.summary.boundary_witnesses)
         rep.witness_bound = cert.summary.witness_bound
+    if _names_original_trees(cert):
+        rep.merged_trees_checked = sum(len(lr.original_trees) for lr in cert.learners)
     return rep
+
+
+def _names_original_trees(cert: Certificate) -> bool:
+    """Certificates from schema 1.3 on name each learner's original trees."""
+    try:
+        major, minor = (int(v) for v in cert.schema_version.split(".")[:2])
+    except ValueError:
+        return True
+    return (major, minor) >= (1, 3)
+
+
+def _learner_problems(cert: Certificate, orig, comp) -> list[str]:
+    """Check what ``learners`` states against the two models: one entry per compressed
+    tree, in order; each original tree named at most once and sharing every split with
+    the compressed tree that names it (merged trees sum learners of one shape); an
+    ``original`` tree merges only original trees, a ``new`` one at least one learner
+    that is not an original tree. Weights are not checkable from the models alone."""
+    if not _names_original_trees(cert):
+        return []
+    lrs = cert.learners
+    if [lr.index for lr in lrs] != list(range(comp.n_trees)):
+        return [f"{len(lrs)} entries for {comp.n_trees} compressed trees (or out of order)"]
+    problems: list[str] = []
+    seen: set[int] = set()
+    for lr in lrs:
+        named = list(lr.original_trees)
+        if any(not 0 <= t < orig.n_trees for t in named) or len(set(named)) != len(named):
+            problems.append(f"tree {lr.index} names original trees out of range or twice")
+            continue
+        if seen & set(named):
+            problems.append(f"tree {lr.index} names original trees another tree names")
+        seen |= set(named)
+        if lr.merged < max(1, len(named)):
+            problems.append(f"tree {lr.index} merges {lr.merged} learners but names {len(named)}")
+        if lr.origin == "original" and (not named or lr.merged != len(named)):
+            problems.append(f"tree {lr.index} is marked original but not all its learners are")
+        if lr.origin == "new" and lr.merged == len(named):
+            problems.append(f"tree {lr.index} is marked new but names only original trees")
+        key = structure_key(comp.trees[lr.index])
+        for t in named:
+            if structure_key(orig.trees[t]) != key:
+                problems.append(f"tree {lr.index} does not share every split of original tree {t}")
+                break
+    return problems
 
 
 def _witness_problems(cert: Certificate, orig, c_o, forest, domain, so) -> list[str]:

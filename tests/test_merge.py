@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import itertools
 import json
+import shutil
 
 import numpy as np
 import pytest
+from pace_cert.cli.main import app
+from typer.testing import CliRunner
 
 from pace_cert import merge, zoo
 from pace_cert.ensemble import Tree
@@ -113,3 +116,44 @@ def test_certificate_names_the_merged_trees_and_verifies(compress_run):
          "--data", str(r.data)],
     )  # fmt: skip
     assert res.exit_code == 0, res.output
+    assert "learners: the 20 original trees the certificate names share every split" in res.output
+
+
+@pytest.mark.parametrize(
+    "edit,why",
+    [
+        ("swap", "does not share every split"),
+        ("twice", "names original trees another tree names"),
+        ("origin", "marked new but names only original trees"),
+        ("drop", "entries for"),
+    ],
+)
+def test_tampered_learners_are_refuted(compress_run, tmp_path, edit, why):
+    """What ``learners`` says about merged trees is checked against the two models: a
+    tree naming an original tree of another shape, an original tree named twice, a
+    wrong origin or a missing entry makes `verify` refute the certificate (exit 1)."""
+    r = compress_run("cancer", "ada", 20, 1, "--mode", "prune")
+    out = tmp_path / "out"
+    shutil.copytree(r.out, out)
+    path = out / "certificate.json"
+    cert = json.loads(path.read_text())
+    lrs = cert["learners"]
+    a = next(i for i, lr in enumerate(lrs) if lr["merged"] > 1)
+    b = next(i for i in range(len(lrs)) if i != a)
+    if edit == "swap":
+        lrs[a]["original_trees"], lrs[b]["original_trees"] = (
+            lrs[b]["original_trees"],
+            lrs[a]["original_trees"],
+        )
+        lrs[a]["merged"], lrs[b]["merged"] = lrs[b]["merged"], lrs[a]["merged"]
+    elif edit == "twice":
+        lrs[b]["original_trees"] = lrs[b]["original_trees"] + lrs[a]["original_trees"][:1]
+        lrs[b]["merged"] += 1
+    elif edit == "origin":
+        lrs[a]["origin"] = "new"
+    else:
+        del lrs[-1]
+    path.write_text(json.dumps(cert))
+    res = CliRunner().invoke(app, ["verify", str(r.model), str(out / "compressed.onnx"), str(path)])
+    assert res.exit_code == 1, res.output
+    assert res.stdout.startswith("refuted: learners:") and why in res.stdout, res.stdout
