@@ -1096,7 +1096,7 @@ class Pace:
         self.l0_proved: int | None = None  # size of a certified, optimally solved L0 model
         self._witness_bound()
         pace = cfg.mode == "pace"
-        merged = len(merge.group_by_structure(self.learners))
+        merged = len(merge.group_by_structure(self.learners))  # the original trees so far
         if cfg.mode == "generate" or not cfg.merge_original or merged == len(self.learners):
             merged = 0
         if merged and (self.size_bound or 0) >= merged:  # would be proved minimal at once
@@ -1164,12 +1164,13 @@ class Pace:
         solution's; the oracle certifies the float32 model like any candidate (a
         separating sample -- rounding at a near-tie -- is kept and the phase gives up).
         Uncertified without a round when no two trees share their splits."""
-        n = len(self.learners)
+        n = self.original.n_trees
+        learners = self.learners[:n]  # the pool starts with the original trees, in order
         w = np.asarray(self.original.weights, np.float64)
-        if len(merge.group_by_structure(self.learners)) == n or not len(self.X) or (w <= 0).any():
+        if len(merge.group_by_structure(learners)) == n or not len(self.X) or (w <= 0).any():
             return PhaseResult(None, [], 0, False)
         offsets = self.original.base - self.original.base[0]
-        margins = self.matrix(self.learners) @ np.r_[w, offsets[1:]]
+        margins = self.matrix(learners) @ np.r_[w, offsets[1:]]
         low = float(margins.min())
         if low <= 0:  # cannot happen for samples inside the region; give up quietly
             return PhaseResult(None, [], 0, False)
@@ -1186,7 +1187,7 @@ class Pace:
             return sol
 
         try:
-            res = self.faithful_loop("merge", solve, self.learners, screen=False)
+            res = self.faithful_loop("merge", solve, learners, screen=False)
         except _Refuted:
             self.say("[merge] the merged original is refuted (float32 rounding); continuing")
             return PhaseResult(None, [], 1, False)
