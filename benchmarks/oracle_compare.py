@@ -171,7 +171,9 @@ def run_oracle(
         )
     p.oracle.schedule = schedule if kind == "constraint" else "parallel"  # no races
     p.oracle.screen = lambda *a, **k: []  # measure the separation oracle only (no numpy screen)
-    p._pool_rows = None  # so no screening pool either (the driver seeds it in the first loop)
+    if kind == "constraint":
+        p._ensure_pool()  # its points hint CP-SAT (the product's oracle); before the clock
+    p._pool_rows = None  # the baselines get no pool: the oracle was swapped before seeding
     start = len(p.X)
     t0, c0 = time.perf_counter(), time.process_time()
     p.deadline = t0 + limit  # the clock starts here, not at Pace construction
