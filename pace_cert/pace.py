@@ -1303,7 +1303,11 @@ class Pace:
         k = self.original.n_classes
         certified = best is not None
         model = best[0].model if certified else self.original
-        weights, merged, originals = self._tree_sources(best[0]) if certified else ([], [], [])
+        if certified:
+            weights, merged, originals = self._tree_sources(best[0])
+        else:  # the original is written: each tree is itself
+            weights = [float(w) for w in self.original.weights]
+            merged, originals = [1] * model.n_trees, [[t] for t in range(model.n_trees)]
         return CompressResult(
             original=self.original,
             compressed=model,

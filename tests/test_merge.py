@@ -157,3 +157,29 @@ def test_tampered_learners_are_refuted(compress_run, tmp_path, edit, why):
     res = CliRunner().invoke(app, ["verify", str(r.model), str(out / "compressed.onnx"), str(path)])
     assert res.exit_code == 1, res.output
     assert res.stdout.startswith("refuted: learners:") and why in res.stdout, res.stdout
+
+
+def test_inconclusive_certificate_names_every_original_tree_and_is_not_refuted(tmp_path):
+    """A run stopped before any certificate writes the original; its learners name each
+    original tree once (itself), so `verify` checks them and does not refute (exit 0:
+    the original is faithful to itself). Before the fix the entries named no trees and
+    verify refuted a valid certificate."""
+    from pace_cert.app import run_compress
+
+    X, y = small_problem(0, n_features=3, n_rows=150)
+    model = zoo.make_model("ada", 16, 1, 0).fit(X, y)
+    (tmp_path / "model.onnx").write_bytes(zoo.export_onnx(model, 3).SerializeToString())
+    zoo.write_csv(tmp_path / "train.csv", X, y, ["a", "b", "c"])
+    out = tmp_path / "out"
+    cfg = CompressConfig(mode="prune", time_limit=0.001)
+    res = run_compress(tmp_path / "model.onnx", tmp_path / "train.csv", out, cfg)
+    assert res.exit_code == 2 and res.status == "inconclusive"
+    learners = json.loads((out / "certificate.json").read_text())["learners"]
+    assert [lr["original_trees"] for lr in learners] == [[t] for t in range(16)]
+    rep = CliRunner().invoke(
+        app,
+        ["verify", str(tmp_path / "model.onnx"), str(out / "compressed.onnx"),
+         str(out / "certificate.json")],
+    )  # fmt: skip
+    assert rep.exit_code == 0, rep.output
+    assert "learners: the 16 original trees" in rep.output
