@@ -395,6 +395,7 @@ class Pace:
         certify: bool = True,
         make: Callable[[master.MasterSolution], tuple[Ensemble, list[int]]] | None = None,
         screen: bool = True,
+        max_rounds: int | None = None,
     ) -> PhaseResult:
         """Solve, separate, add samples, repeat until every pair is proved.
 
@@ -407,7 +408,9 @@ class Pace:
         used and the loop ends, uncertified, when it finds nothing: used for intermediate
         L1 models of the generation phase, which are never output. ``screen=False``
         skips the screen (CP-SAT only): for a candidate expected to be faithful.
+        ``max_rounds`` (default ``cfg.max_rounds``): solves before giving up uncertified.
         """
+        rounds = self.cfg.max_rounds if max_rounds is None else max_rounds
         if screen:
             self._ensure_pool()
         screenable = screen and (self.oracle.can_enumerate() or self.oracle.pool_size() > 0)
@@ -418,7 +421,7 @@ class Pace:
             res.first_objective = first[0] if first else None
             return res
 
-        for it in range(1, self.cfg.max_rounds + 1):
+        for it in range(1, rounds + 1):
             sol = solve(self.matrix(learners))
             if it == 1:
                 first.append(sol.objective)
@@ -513,7 +516,7 @@ class Pace:
                     f"{e_req:.3g}, status {sol.status}); stopping"
                 )
                 return done(PhaseResult(None, [], it, False, sol.objective, sol.optimal))
-        return done(PhaseResult(None, [], self.cfg.max_rounds, False))
+        return done(PhaseResult(None, [], rounds, False))
 
     def l1_phase(
         self, learners: list[Tree], certify: bool = True
@@ -1175,23 +1178,10 @@ class Pace:
         if low <= 0:  # cannot happen for samples inside the region; give up quietly
             return PhaseResult(None, [], 0, False)
         sol = master.MasterSolution(w / low, offsets / low, float(np.sum(w / low)), None, True, "")
-        calls = []
-
-        class _Refuted(Exception):
-            pass
-
-        def solve(A: np.ndarray) -> master.MasterSolution:
-            if calls:
-                raise _Refuted
-            calls.append(1)
-            return sol
-
-        try:
-            res = self.faithful_loop("merge", solve, learners, screen=False)
-        except _Refuted:
-            self.say("[merge] the merged original is refuted (float32 rounding); continuing")
-            return PhaseResult(None, [], 1, False)
-        if res.certified and res.model is not None:
+        res = self.faithful_loop("merge", lambda _A: sol, learners, screen=False, max_rounds=1)
+        if not res.certified:
+            self.say("[merge] the merged original was not certified in its round; continuing")
+        elif res.model is not None:
             self.say(
                 f"[merge] certified the original with its shared splits merged: "
                 f"{res.model.n_trees} trees"
