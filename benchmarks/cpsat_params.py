@@ -59,15 +59,19 @@ CASES = [
 
 SHIPPED_RACE_LINEARIZATION = (
     oracle_mod.RACE_LINEARIZATION,
+    oracle_mod.RACE_LINEARIZATION_STUMPS,
     oracle_mod.RACE_LINEARIZATION_PLAUSIBLE,
-)  # (without, with a plausibility forest); variants change them
+)  # (without a plausibility forest, stumps, with one); variants change them
 SHIPPED_TREE_SUMS = oracle_mod.TREE_SUMS
 
 
 def set_race_linearization(levels: tuple[int, ...] | None) -> None:
     """Racing attempts' linearization levels in every region (None: as shipped)."""
-    plain, plausible = SHIPPED_RACE_LINEARIZATION if levels is None else (levels, levels)
+    plain, stumps, plausible = (
+        SHIPPED_RACE_LINEARIZATION if levels is None else (levels, levels, levels)
+    )
     oracle_mod.RACE_LINEARIZATION = plain
+    oracle_mod.RACE_LINEARIZATION_STUMPS = stumps
     oracle_mod.RACE_LINEARIZATION_PLAUSIBLE = plausible
 
 

@@ -145,7 +145,14 @@ MAX_ATTEMPTS = 4  # racing schedule: CP-SAT runs (seeds) per pair and call at mo
 # are heavy-tailed (2 of 8 seeds UNKNOWN at 30 s in the race, 1.1-6.9 s with the LP
 # on every attempt). benchmarks/results/race_lp.md. The parallel and sequential
 # schedules keep CP-SAT's default.
+# Stumps (every original tree of depth <= 1, no plausibility forest) start with the LP
+# (RACE_LINEARIZATION_STUMPS): a leaf boolean is then an order literal itself, so the
+# LP relaxation of the two score conditions is tight; the proof that the merged
+# AdaBoost spambase original is faithful takes 0.1-0.3 s with it and waits for the 2 s
+# escalation without it (table (a), 2 x 48 runs side by side: 97.3 -> 87.4 s,
+# benchmarks/results/table_a_lp.md).
 RACE_LINEARIZATION: tuple[int, ...] = (0, 1)
+RACE_LINEARIZATION_STUMPS: tuple[int, ...] = (1, 0)
 RACE_LINEARIZATION_PLAUSIBLE: tuple[int, ...] = (1,)
 ESCALATE_SECONDS = 2.0  # racing: an attempt running this long (doubling per attempt of
 # its pair) gets a twin even when every thread is busy (one extra thread at most)
@@ -266,6 +273,7 @@ class SeparationOracle:
         self._plaus_slots = (
             [self.register(t) for t in region.plausibility.trees] if region.plausibility else []
         )
+        self._stumps = all(t.depth <= 1 for t in original.trees)
         k = len(original.base)
         self._region_conds = {y0: self._region_conditions(y0) for y0 in range(k)}
         self.stats = OracleStats()
@@ -673,7 +681,9 @@ class SeparationOracle:
 
     def race_linearization(self) -> tuple[int, ...]:
         """CP-SAT ``linearization_level`` of racing attempts 0, 1, ... (cycled)."""
-        return RACE_LINEARIZATION_PLAUSIBLE if self._plaus_slots else RACE_LINEARIZATION
+        if self._plaus_slots:
+            return RACE_LINEARIZATION_PLAUSIBLE
+        return RACE_LINEARIZATION_STUMPS if self._stumps else RACE_LINEARIZATION
 
     def _race(
         self,

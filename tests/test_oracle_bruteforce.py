@@ -189,6 +189,35 @@ def test_racing_attempts_alternate_the_lp_and_every_one_answers_soundly(monkeypa
     assert _pool_problem(0.0)[-1].race_linearization() == mod.RACE_LINEARIZATION
 
 
+def test_stump_ensembles_race_with_the_lp_first():
+    """Depth-1 originals without a plausibility forest start their racing attempts with
+    CP-SAT's LP (RACE_LINEARIZATION_STUMPS), and both levels still give the brute-force
+    answer on every pair of every candidate."""
+    import pace_cert.oracle as mod
+
+    assert mod.RACE_LINEARIZATION_STUMPS[:2] == (1, 0)
+    X, y = small_problem(3, n_features=3, n_classes=3)
+    for family in ("rf", "ada"):
+        model = zoo.export_onnx(zoo.make_model(family, 8, 1, 3).fit(X, y), 3)
+        original, _ = ensemble_from_model(model)
+        assert original.max_depth == 1
+        for cand in candidates(original, np.random.default_rng(3)):
+            dom, region, _c_o = oracle_region(original, cand.trees, 0.0, None, None)
+            oracle = SeparationOracle(dom, ScoreModel.from_ensemble(original), region)
+            assert oracle.race_linearization() == mod.RACE_LINEARIZATION_STUMPS
+            ref = _check(original, model.SerializeToString(), cand, 0.0, None, None, 1)
+            sm, e_req = ScoreModel.from_ensemble(cand), required_margin(cand)
+            comp_slots = [oracle.register(t) for t in sm.trees]
+            for r0 in ref:
+                for lin in mod.RACE_LINEARIZATION_STUMPS:
+                    got = oracle._solve_pair(
+                        r0.y0, r0.y, sm, comp_slots, e_req, 1, None, linearization=lin
+                    )
+                    assert got.status == r0.status
+            got = oracle.separate(sm, e_req, threads=2)
+            assert [g.status for g in got] == [r.status for r in ref]
+
+
 def test_until_found_stops_the_proofs_of_a_round_that_found_a_sample(monkeypatch):
     """separate(until_found=True), racing: once some pair has a separating sample, a
     pair still undecided after the grace is stopped and reported UNKNOWN (never a proof:
