@@ -13,7 +13,9 @@ Splits are normalised to ``x[feature] <= threshold`` with a float32 threshold: a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -116,6 +118,72 @@ class Tree:
 
 
 @dataclass(frozen=True)
+class FlatForest:
+    """Trees stacked into one node array (per-tree offsets) so that every tree of a
+    forest descends one level per numpy step: ``depth`` steps over an [n, n_trees] array
+    of node indices instead of a Python loop over trees.
+
+    ``child[2 i]`` / ``child[2 i + 1]`` are node i's left / right child (global
+    indices); a leaf points to itself on both sides (feature 0, threshold +inf), so a
+    row that reached its leaf stays there. Same comparison as :meth:`Tree.apply`
+    (float32 ``x[feature] <= threshold`` goes left, NaN goes right), so the leaves are
+    identical.
+    """
+
+    feature: np.ndarray  # intp [total nodes]; 0 at leaves
+    threshold: np.ndarray  # float32 [total nodes]; +inf at leaves
+    child: np.ndarray  # intp [2 * total nodes]: left, right of each node
+    offset: np.ndarray  # intp [n_trees]: global index of each tree's root
+    depth: int  # longest root-to-leaf path over the trees
+
+    CHUNK = 1 << 18  # node indices held at once (rows x trees)
+
+    @classmethod
+    def of(cls, trees: Sequence[Tree]) -> FlatForest:
+        sizes = np.array([len(t.feature) for t in trees], np.intp)
+        offset = np.cumsum(sizes) - sizes
+        feature, threshold, child = [], [], []
+        for t, o in zip(trees, offset):
+            leaf = t.left == LEAF
+            own = np.arange(len(t.feature), dtype=np.intp) + o
+            feature.append(np.where(leaf, 0, t.feature))
+            threshold.append(np.where(leaf, np.float32(np.inf), t.threshold))
+            lr = np.stack([np.where(leaf, own, t.left + o), np.where(leaf, own, t.right + o)])
+            child.append(lr.T.ravel())
+
+        def cat(parts: list[np.ndarray], dtype) -> np.ndarray:
+            return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)
+
+        return cls(
+            cat(feature, np.intp),
+            cat(threshold, np.float32),
+            cat(child, np.intp),
+            offset,
+            max((t.depth for t in trees), default=0),
+        )
+
+    def apply(self, X: np.ndarray) -> np.ndarray:
+        """Leaf node index (within its tree) per row and tree: int64 [n, n_trees]."""
+        X = np.asarray(X, dtype=np.float32)
+        n, T = len(X), len(self.offset)
+        n_features = X.shape[1] if X.ndim == 2 else 0
+        out = np.empty((n, T), np.int64)
+        step = max(1, self.CHUNK // max(T, 1))
+        for lo in range(0, n, step):
+            Xc = np.ascontiguousarray(X[lo : lo + step]).ravel()
+            row_start = (np.arange(len(Xc) // max(n_features, 1), dtype=np.intp) * n_features)[
+                :, None
+            ]
+            node = np.broadcast_to(self.offset, (len(row_start), T)).copy()
+            for _ in range(self.depth):
+                x = np.take(Xc, row_start + np.take(self.feature, node))
+                right = ~(x <= np.take(self.threshold, node))  # NaN goes right
+                node = np.take(self.child, 2 * node + right)
+            out[lo : lo + step] = node - self.offset
+        return out
+
+
+@dataclass(frozen=True)
 class Ensemble:
     """A weighted tree ensemble with an argmax decision (ties to the lowest index).
 
@@ -173,21 +241,23 @@ class Ensemble:
     def n_leaves(self) -> int:
         return int(sum(len(t.leaves) for t in self.trees))
 
+    @cached_property
+    def flat(self) -> FlatForest:
+        """The trees stacked for evaluation (built once per ensemble)."""
+        return FlatForest.of(self.trees)
+
     def apply(self, X: np.ndarray) -> np.ndarray:
         """Leaf index per tree for each row: int64 [n, n_trees]."""
-        return (
-            np.stack([t.apply(X) for t in self.trees], axis=1)
-            if self.trees
-            else np.zeros((len(X), 0), np.int64)
-        )
+        return self.flat.apply(X)
 
     def scores(self, X: np.ndarray) -> np.ndarray:
-        """Class scores S(x) in float64 (each term exact; the sum rounds once per add)."""
-        X = np.asarray(X, dtype=np.float32)
-        s = np.tile(self.base, (len(X), 1))
-        for w, t in zip(self.weights, self.trees):
-            s += w * t.value[t.apply(X)]
-        return s
+        """Class scores S(x) in float64 (each term exact; the sum rounds once per add,
+        trees in order)."""
+        return tree_sums(
+            [w * t.value for w, t in zip(self.weights, self.trees)],
+            self.base,
+            self.apply(X),
+        )
 
     def predict_index(self, X: np.ndarray) -> np.ndarray:
         """Index of the predicted class (float64 scores, ties to the lowest index)."""
@@ -195,6 +265,17 @@ class Ensemble:
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         return self.classes[self.predict_index(X)]
+
+
+def tree_sums(tables: Sequence[np.ndarray], base: np.ndarray, leaves: np.ndarray) -> np.ndarray:
+    """``base + sum_t tables[t][leaves[:, t]]`` in float64 [n, K], added tree by tree in
+    order (the same rounding as a loop over the trees). ``tables[t]`` is per node of
+    tree t, [n_nodes, K]; ``leaves`` as from :meth:`FlatForest.apply`."""
+    s = np.tile(np.asarray(base, np.float64), (len(leaves), 1))
+    by_tree = np.ascontiguousarray(leaves.T)  # one contiguous row of leaves per tree
+    for t, tab in enumerate(tables):
+        s += tab[by_tree[t]]
+    return s
 
 
 def prev_float32(x: float) -> np.float32:

@@ -27,12 +27,13 @@ import time
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from fractions import Fraction
+from functools import cached_property
 
 import numpy as np
 from ortools.sat.python import cp_model
 
 from .domain import FeatureDomain
-from .ensemble import LEAF, Ensemble, Tree
+from .ensemble import LEAF, Ensemble, FlatForest, Tree, tree_sums
 from .scaling import ScaledCondition, scale_condition
 
 # Which conditions ``_post`` writes with one integer variable per tree:
@@ -73,12 +74,14 @@ class ScoreModel:
         tables = tuple(w * t.value for w, t in zip(ens.weights, ens.trees))
         return cls(ens.trees, tables, ens.base.astype(np.float64))
 
+    @cached_property
+    def flat(self) -> FlatForest:
+        """The trees stacked for evaluation (built once per model)."""
+        return FlatForest.of(self.trees)
+
     def scores(self, X: np.ndarray) -> np.ndarray:
         """Float64 class scores [len(X), K] of float32 rows ``X`` (screening only)."""
-        S = np.tile(self.base, (len(X), 1))
-        for t, tab in zip(self.trees, self.tables):
-            S += tab[t.apply(X)]
-        return S
+        return tree_sums(self.tables, self.base, self.flat.apply(X))
 
     def exact_scores(self, leaves: list[int]) -> list[Fraction]:
         """Exact rational class scores given the leaf reached in each tree."""
@@ -242,6 +245,20 @@ def reachable_paths(tree: Tree, domain: FeatureDomain) -> dict[int, list[tuple[i
             stack.append((int(tree.left[node]), bounds, conds))
         elif can_right:
             stack.append((int(tree.right[node]), bounds, conds))
+    return out
+
+
+def cell_product(values: list[np.ndarray]) -> np.ndarray:
+    """Every combination of one value per feature, float32 [prod(sizes), n_features], in
+    ``itertools.product`` order (the last feature varies fastest)."""
+    n = int(np.prod([len(v) for v in values], dtype=np.int64))
+    out = np.empty((n, len(values)), np.float32)
+    if n == 0:
+        return out
+    inner = n
+    for f, v in enumerate(values):
+        inner //= len(v)
+        out[:, f] = np.tile(np.repeat(np.asarray(v, np.float32), inner), n // (len(v) * inner))
     return out
 
 
@@ -419,12 +436,8 @@ class SeparationOracle:
         sizes = [len(c) for c in self._allowed_cells]
         self._grid_cache = None
         if float(np.prod([float(v) for v in sizes])) <= ENUM_LIMIT:
-            import itertools
-
             reps = [self.domain.reps[f][c] for f, c in enumerate(self._allowed_cells)]
-            grid = np.array(list(itertools.product(*reps)), np.float32).reshape(
-                -1, self.domain.n_features
-            )
+            grid = cell_product(reps)
             y0 = self.inside_labels(grid)
             inside = y0 >= 0
             self._grid_cache = (grid[inside], y0[inside])
@@ -526,7 +539,7 @@ class SeparationOracle:
         inside = top - S2.max(axis=1) > self.region.margin + slack
         pl = self.region.plausibility
         if pl is not None and self.region.delta_abs is not None:
-            A = sum(tab[t.apply(X), 0] for t, tab in zip(pl.trees, pl.tables))
+            A = tree_sums([tab[:, :1] for tab in pl.tables], np.zeros(1), pl.flat.apply(X))[:, 0]
             inside &= self.region.delta_abs + 1e-6 * (np.abs(A) + 1.0) <= A
         return np.where(inside, y0, -1)
 

@@ -26,7 +26,7 @@ import numpy as np
 
 from . import l0_cover, master, merge, refit, synth, witness
 from .domain import FeatureDomain, build_domain, infer_binary, infer_integer
-from .ensemble import Ensemble, Tree, float32_sum_guard
+from .ensemble import Ensemble, FlatForest, Tree, float32_sum_guard
 from .l0_cover import L0Cover
 from .oracle import PairResult, RegionSpec, ScoreModel, SeparationOracle
 from .region import margin_mask, region_mask
@@ -225,8 +225,9 @@ def leaf_values(learners: list[Tree], X: np.ndarray) -> np.ndarray:
     """H[i, t, k] = h_t,k(x_i) for float32 rows X."""
     K = learners[0].value.shape[1] if learners else 0
     H = np.zeros((len(X), len(learners), K))
+    leaves = FlatForest.of(learners).apply(X)
     for t, tr in enumerate(learners):
-        H[:, t, :] = tr.value[tr.apply(X)]
+        H[:, t, :] = tr.value[leaves[:, t]]
     return H
 
 

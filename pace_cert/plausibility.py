@@ -30,12 +30,13 @@ import math
 import os
 import tempfile
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from pace_cert.ensemble import LEAF, Tree, float32_floor
+from pace_cert.ensemble import LEAF, FlatForest, Tree, float32_floor, tree_sums
 
 FORMAT_TAG = "pace-cert-plausibility/1"
 
@@ -69,6 +70,11 @@ class PlausibilityForest:
     delta_abs: float
     max_samples_used: int
     params: dict[str, Any] = field(default_factory=dict)
+
+    @cached_property
+    def flat(self) -> FlatForest:
+        """The trees stacked for evaluation (built once per forest)."""
+        return FlatForest.of(self.trees)
 
     def __post_init__(self) -> None:
         if not self.trees:
@@ -144,13 +150,13 @@ def convert_isolation_tree(estimator: Any, features: np.ndarray) -> Tree:
     return Tree(feature=feature, threshold=threshold, left=left, right=right, value=value)
 
 
-def _scores_from_trees(trees: tuple[Tree, ...], X: np.ndarray) -> np.ndarray:
-    """A(x) in float64, summing the trees' leaf values in tree order."""
-    X = _as_float32_rows(X)
-    a = np.zeros(len(X), np.float64)
-    for t in trees:
-        a += t.value[t.apply(X), 0]
-    return a
+def _scores_from_trees(
+    trees: tuple[Tree, ...], X: np.ndarray, flat: FlatForest | None = None
+) -> np.ndarray:
+    """A(x) in float64, summing the trees' leaf values in tree order (``flat``: the
+    trees stacked, if already built)."""
+    leaves = (flat or FlatForest.of(trees)).apply(_as_float32_rows(X))
+    return tree_sums([t.value[:, :1] for t in trees], np.zeros(1), leaves)[:, 0]
 
 
 def _as_float32_rows(X: np.ndarray, n_features: int | None = None) -> np.ndarray:
@@ -258,7 +264,7 @@ def plausibility_scores(forest: PlausibilityForest, X: np.ndarray) -> np.ndarray
     Computed from the IR trees only; trees are summed in their stored order, so the
     result is deterministic. NaN inputs raise ``ValueError``.
     """
-    return _scores_from_trees(forest.trees, _as_float32_rows(X, forest.n_features))
+    return _scores_from_trees(forest.trees, _as_float32_rows(X, forest.n_features), forest.flat)
 
 
 def in_region(forest: PlausibilityForest, X: np.ndarray) -> np.ndarray:
