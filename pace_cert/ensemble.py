@@ -77,9 +77,10 @@ class Tree:
         """Indices of the leaf nodes, ascending."""
         return np.flatnonzero(self.left == LEAF)
 
-    @property
+    @cached_property
     def depth(self) -> int:
-        """Length of the longest root-to-leaf path (a single leaf has depth 0)."""
+        """Length of the longest root-to-leaf path (a single leaf has depth 0; computed
+        once per tree)."""
         depth = np.zeros(len(self.feature), np.int64)
         order = [0]
         for i in order:
@@ -140,26 +141,25 @@ class FlatForest:
 
     @classmethod
     def of(cls, trees: Sequence[Tree]) -> FlatForest:
+        if not trees:
+            z = np.zeros(0, np.intp)
+            return cls(z, np.zeros(0, np.float32), z, z, 0)
         sizes = np.array([len(t.feature) for t in trees], np.intp)
         offset = np.cumsum(sizes) - sizes
-        feature, threshold, child = [], [], []
-        for t, o in zip(trees, offset):
-            leaf = t.left == LEAF
-            own = np.arange(len(t.feature), dtype=np.intp) + o
-            feature.append(np.where(leaf, 0, t.feature))
-            threshold.append(np.where(leaf, np.float32(np.inf), t.threshold))
-            lr = np.stack([np.where(leaf, own, t.left + o), np.where(leaf, own, t.right + o)])
-            child.append(lr.T.ravel())
-
-        def cat(parts: list[np.ndarray], dtype) -> np.ndarray:
-            return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype)
-
+        shift = np.repeat(offset, sizes)  # each node's tree offset
+        left = np.concatenate([t.left for t in trees]).astype(np.intp)
+        right = np.concatenate([t.right for t in trees]).astype(np.intp)
+        leaf = left == LEAF
+        own = np.arange(len(left), dtype=np.intp)
+        child = np.stack([np.where(leaf, own, left + shift), np.where(leaf, own, right + shift)])
+        feature = np.concatenate([t.feature for t in trees]).astype(np.intp)
+        threshold = np.concatenate([t.threshold for t in trees]).astype(np.float32)
         return cls(
-            cat(feature, np.intp),
-            cat(threshold, np.float32),
-            cat(child, np.intp),
+            np.where(leaf, 0, feature),
+            np.where(leaf, np.float32(np.inf), threshold),
+            child.T.ravel(),
             offset,
-            max((t.depth for t in trees), default=0),
+            max(t.depth for t in trees),
         )
 
     def apply(self, X: np.ndarray) -> np.ndarray:
