@@ -157,7 +157,8 @@ class Summary(_Strict):
     mode: str
     phase: str = Field(
         description="phase whose model was kept: merge (the original, trees sharing every "
-        "split merged), l1, l0, l0-reweighted, boost, l0-enriched, refit, "
+        "split merged, possibly without trees that split no witnessed gap), l1, l0, "
+        "l0-reweighted, boost, l0-enriched, refit, "
         "synth, l0-enriched-reweighted or l1-generated"
     )
     trees_before: int

@@ -1100,12 +1100,18 @@ class Pace:
         self.l0_proved: int | None = None  # size of a certified, optimally solved L0 model
         self._witness_bound()
         pace = cfg.mode == "pace"
+        use_merge = cfg.mode != "generate" and cfg.merge_original
         merged = len(merge.group_by_structure(self.learners))  # the original trees so far
-        if cfg.mode == "generate" or not cfg.merge_original or merged == len(self.learners):
+        if not use_merge or merged == len(self.learners):
             merged = 0
-        if merged and (self.size_bound or 0) >= merged:  # would be proved minimal at once
-            self._offer(self.merge_phase(), "merge")
-            merged = 0
+        trimmed = self._trimmed_size() if use_merge else None
+        first = None  # tried before the L1 loop when it would be proved minimal at once
+        if merged and (self.size_bound or 0) >= merged:
+            first, merged = self.merge_phase(), 0  # not again after the L1 loop
+        elif trimmed is not None and trimmed == self.size_bound:
+            first = self.merge_phase(trim=True)
+        if first is not None:
+            self._offer(first, "merge")
             if self._minimal():
                 self.stop = STOP_PROVED_MINIMAL if pace else self.stop
                 self._say_minimal()
@@ -1159,7 +1165,7 @@ class Pace:
                     self._say_minimal()
         return self._result()
 
-    def merge_phase(self) -> PhaseResult:
+    def merge_phase(self, trim: bool = False) -> PhaseResult:
         """The original itself with its trees that share every split merged
         (``merge.py``): its own function in exact arithmetic, fewer trees. ``run`` tries
         it first when the size lower bound already equals its size (boosted stumps
@@ -1167,27 +1173,54 @@ class Pace:
         are the original's, scaled so the smallest sample margin is 1 like a master
         solution's; the oracle certifies the float32 model like any candidate (a
         separating sample -- rounding at a near-tie -- is kept and the phase gives up).
-        Uncertified without a round when no two trees share their splits."""
+        Uncertified without a round when no two trees share their splits.
+
+        ``trim``: also drop the trees that split no witnessed gap
+        (:func:`witness.unwitnessed_trees`), each replaced by the mean of its leaf values
+        (a constant, folded into the class offsets). For a binary stump model that is
+        exact wherever the label does not depend on the dropped split: the mean of the
+        two sides' margins has the sign of whichever side is in the region. ``run``
+        tries it first when what is left is as small as the size bound (then it is the
+        answer, proved minimal); uncertified without a round when nothing is dropped or
+        a sample already disagrees."""
         n = self.original.n_trees
         learners = self.learners[:n]  # the pool starts with the original trees, in order
-        w = np.asarray(self.original.weights, np.float64)
-        if len(merge.group_by_structure(learners)) == n or not len(self.X) or (w <= 0).any():
-            return PhaseResult(None, [], 0, False)
+        w = np.asarray(self.original.weights, np.float64).copy()
         offsets = self.original.base - self.original.base[0]
+        drop = witness.unwitnessed_trees(learners, self.witnesses.values()) if trim else []
+        same = len(merge.group_by_structure(learners)) == n
+        if (same and not drop) or len(drop) == n or not len(self.X) or (w <= 0).any():
+            return PhaseResult(None, [], 0, False)
+        for i in drop:
+            mean = learners[i].value[learners[i].leaves].mean(axis=0)
+            offsets = offsets + w[i] * (mean - mean[0])
+            w[i] = 0.0
         margins = self.matrix(learners) @ np.r_[w, offsets[1:]]
         low = float(margins.min())
-        if low <= 0:  # cannot happen for samples inside the region; give up quietly
+        what = "the merged original" + (f" without {len(drop)} unwitnessed tree(s)" if drop else "")
+        if low <= 0:  # merged only: cannot happen for samples inside the region
+            self.say(f"[merge] {what} disagrees with the original on a sample; skipped")
             return PhaseResult(None, [], 0, False)
         sol = master.MasterSolution(w / low, offsets / low, float(np.sum(w / low)), None, True, "")
         res = self.faithful_loop("merge", lambda _A: sol, learners, screen=False, max_rounds=1)
         if not res.certified:
-            self.say("[merge] the merged original was not certified in its round; continuing")
+            self.say(f"[merge] {what} was not certified in its round; continuing")
         elif res.model is not None:
-            self.say(
-                f"[merge] certified the original with its shared splits merged: "
-                f"{res.model.n_trees} trees"
-            )
+            self.say(f"[merge] certified {what}: {res.model.n_trees} trees")
         return res
+
+    def _trimmed_size(self) -> int | None:
+        """Trees of the merged original without its unwitnessed trees (``merge_phase``
+        with ``trim``); None when no tree is unwitnessed or the bound is unknown."""
+        if not self.witnesses:
+            return None
+        n = self.original.n_trees
+        drop = set(witness.unwitnessed_trees(self.learners[:n], self.witnesses.values()))
+        if not drop or len(drop) == n:
+            return None
+        return len(
+            merge.group_by_structure([t for i, t in enumerate(self.learners[:n]) if i not in drop])
+        )
 
     def _witness_bound(self) -> None:
         """Look for boundary witnesses among the samples (``witness.py``): pairs of

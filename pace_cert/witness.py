@@ -27,13 +27,13 @@ onnxruntime, tested elsewhere) with the exact region masks of ``region.py``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import numpy as np
 
 from .domain import FeatureDomain
-from .ensemble import Ensemble
+from .ensemble import LEAF, Ensemble, Tree
 
 MAX_WITNESSES = 2048  # kept per run: bounds the certificate's size (2 points each)
 
@@ -49,6 +49,30 @@ class Witness:
     x_next: np.ndarray  # float32 [n_features]
     label: int | str
     label_next: int | str
+
+
+def unwitnessed_trees(trees: list[Tree], witnesses: Iterable[Witness]) -> list[int]:
+    """Indices of the trees none of whose internal nodes separates a witness pair
+    (feature ``f`` split at ``theta`` with ``x[f] <= theta < x_next[f]``). Dropping such
+    trees keeps every witnessed label change splittable by the others; it says nothing
+    about whether the rest can still be faithful (the oracle decides that)."""
+    gaps: dict[int, list[tuple[float, float]]] = {}
+    for w in witnesses:
+        f = int(w.feature)
+        gaps.setdefault(f, []).append((float(w.x[f]), float(w.x_next[f])))
+    lo = {f: np.array([a for a, _ in g]) for f, g in gaps.items()}
+    hi = {f: np.array([b for _, b in g]) for f, g in gaps.items()}
+    out = []
+    for i, t in enumerate(trees):
+        hit = False
+        for j in np.flatnonzero(t.left != LEAF):
+            f, th = int(t.feature[j]), float(t.threshold[j])
+            if f in lo and np.any((lo[f] <= th) & (th < hi[f])):
+                hit = True
+                break
+        if not hit:
+            out.append(i)
+    return out
 
 
 def max_internal_nodes(depth: int) -> int:

@@ -183,3 +183,78 @@ def test_inconclusive_certificate_names_every_original_tree_and_is_not_refuted(t
     )  # fmt: skip
     assert rep.exit_code == 0, rep.output
     assert "learners: the 16 original trees" in rep.output
+
+
+def test_unwitnessed_trees_are_those_splitting_no_witnessed_gap():
+    from pace_cert.witness import Witness, unwitnessed_trees
+
+    def wit(f: int, a: float, b: float) -> Witness:
+        x, x_next = np.zeros(3, np.float32), np.zeros(3, np.float32)
+        x[f], x_next[f] = a, b
+        return Witness(f, x, x_next, 0, 1)
+
+    trees = [_stump(0, 1.5, [1, 0], [0, 1]), _stump(0, 2.5, [1, 0], [0, 1])]
+    trees += [_stump(1, 0.5, [1, 0], [0, 1]), _stump(2, 1.0, [1, 0], [0, 1])]
+    # gap (1, 2) on feature 0 (theta 1.5 splits it) and on feature 2 (x <= 1.0 goes left)
+    assert unwitnessed_trees(trees, [wit(0, 1.0, 2.0), wit(2, 1.0, 2.0)]) == [1, 2]
+    assert unwitnessed_trees(trees, [wit(2, 0.0, 1.0)]) == [0, 1, 2, 3]  # 0 and 1 both left
+    assert unwitnessed_trees(trees, []) == [0, 1, 2, 3]
+
+
+# (n_features, n_classes, seed, family): small stump forests on which the merged
+# original without its unwitnessed trees is certified (found by search; binary and
+# three classes, AdaBoost and RF)
+TRIM_CASES = [(3, 2, 2, "rf"), (3, 2, 10, "ada"), (4, 2, 9, "ada"), (3, 3, 0, "ada"),
+              (3, 3, 9, "rf"), (4, 2, 1, "rf")]  # fmt: skip
+
+
+@pytest.mark.parametrize("n_features,n_classes,seed,family", TRIM_CASES)
+def test_trimmed_original_agrees_on_every_cell_under_onnxruntime(
+    n_features, n_classes, seed, family
+):
+    """merge_phase(trim=True): the trees that split no witnessed gap are dropped (each
+    replaced by its mean leaf value in the offsets); when certified, the written ONNX
+    gives onnxruntime's original label on every in-region cell (brute force), has as
+    many trees as the witness bound (so it is minimal), and the run returns it."""
+    X, y = small_problem(seed, n_features=n_features, n_classes=n_classes, n_rows=150)
+    onx = zoo.export_onnx(zoo.make_model(family, 16, 1, seed).fit(X, y), n_features)
+    original, info = ensemble_from_model(onx)
+    p = Pace(original, X, CompressConfig(mode="prune", seed=0))
+    p._witness_bound()
+    size = p._trimmed_size()
+    assert size is not None and size == p.size_bound
+    res = p.merge_phase(trim=True)
+    assert res.certified and res.model is not None and res.model.n_trees == size
+    reps = [p.domain.reps[i][p.domain.allowed(i)] for i in range(n_features)]
+    grid = np.array(list(itertools.product(*reps)), np.float32)
+    cells = grid[region_mask(original, p.region.margin, None, grid, p.domain)]
+    got = labels(session(ensemble_to_onnx(res.model, info).SerializeToString()), cells)
+    want = labels(session(onx.SerializeToString()), cells)
+    np.testing.assert_array_equal(got, want)
+    run = Pace(original, X, CompressConfig(mode="prune", seed=0)).run()
+    assert run.phase == "merge" and run.compressed.n_trees == size == run.size_bound
+
+
+def test_trimmed_original_certificate_verifies(tmp_path):
+    """End to end through the CLI: a run whose answer is the trimmed merged original
+    writes a certificate that `verify` accepts (onnxruntime replay, learners' claims)."""
+    from pace_cert.app import run_compress
+
+    X, y = small_problem(10, n_features=3, n_rows=150)
+    model = zoo.make_model("ada", 16, 1, 10).fit(X, y)
+    (tmp_path / "model.onnx").write_bytes(zoo.export_onnx(model, 3).SerializeToString())
+    zoo.write_csv(tmp_path / "train.csv", X, y, ["a", "b", "c"])
+    out = tmp_path / "out"
+    res = run_compress(tmp_path / "model.onnx", tmp_path / "train.csv", out, CompressConfig())
+    assert res.exit_code == 0 and res.status == "certified"
+    cert = json.loads((out / "certificate.json").read_text())
+    assert cert["summary"]["phase"] == "merge"
+    assert cert["summary"]["trees_after"] == cert["summary"]["size_lower_bound"]
+    named = sorted(i for lr in cert["learners"] for i in lr["original_trees"])
+    assert len(named) < 16  # the unwitnessed trees are not in the model
+    rep = CliRunner().invoke(
+        app,
+        ["verify", str(tmp_path / "model.onnx"), str(out / "compressed.onnx"),
+         str(out / "certificate.json"), "--data", str(tmp_path / "train.csv")],
+    )  # fmt: skip
+    assert rep.exit_code == 0, rep.output
