@@ -1,4 +1,5 @@
-"""Table (a) configurations (RF and AdaBoost, n = 50, depth 1, eta = delta = 0, seed 0),
+"""Table (a) configurations (RF and AdaBoost, n = 50, depth 1, eta = delta = 0, seed 0 or
+the seeds given as a second argument, e.g. ``0,1,2,3,4``),
 prune and PACE, run with the pace_cert found under ROOT: one line per run with the
 size, the certificate's size lower bound and the wall time of ``compress``.
 
@@ -15,7 +16,7 @@ import sys
 from pathlib import Path
 
 
-def main(root: str, time_limit: float = 300.0) -> None:
+def main(root: str, seeds: str = "0", time_limit: float = 300.0) -> None:
     base = Path(root).resolve()
     sys.path[:0] = [str(base / "benchmarks"), str(base)]
     import harness as h  # from ROOT, on purpose
@@ -28,11 +29,12 @@ def main(root: str, time_limit: float = 300.0) -> None:
     for fam in ("rf", "ada"):
         for ds in ("cancer", "compas", "diabetes", "fico", "seeds", "spambase"):
             for mode in ("prune", "pace"):
-                cfg = h.Config(ds, fam, 50, 1, mode, 0.0, 0.0, 0)
-                r = h.run_config(cfg, time_limit, 2)
-                T = "" if r.T is None else f"{r.T:.2f}"
-                print(cfg.key, r.status, r.S, r.size_bound, T, flush=True)
+                for seed in (int(s) for s in seeds.split(",")):
+                    cfg = h.Config(ds, fam, 50, 1, mode, 0.0, 0.0, seed)
+                    r = h.run_config(cfg, time_limit, 2)
+                    T = "" if r.T is None else f"{r.T:.2f}"
+                    print(cfg.key, r.status, r.S, r.size_bound, T, flush=True)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1] if len(sys.argv) > 1 else ".")
+    main(*sys.argv[1:3])
