@@ -1077,9 +1077,10 @@ class Pace:
     def run(self) -> CompressResult:
         """prune: L1 → L0 on the original trees. generate: L1 → generation (L1 support).
         prune and pace certify the original with its shared splits merged
-        (``merge_phase``) before the L1 loop when the size bound proves it minimal, else
-        after it when it is smaller than the L1 model. pace: L1 → L0 on the original
-        trees (kept as a fallback) → for depth <= 2 originals, CP-SAT proofs of a lower
+        (``merge_phase``) before the L1 loop when the size bound proves it minimal (or,
+        failing that, the same without its unwitnessed trees when that is as small as
+        the bound), else after it when it is smaller than the L1 model. pace: L1 → L0 on
+        the original trees (kept as a fallback) → for depth <= 2 originals, CP-SAT proofs of a lower
         bound on the size (``synth_phase`` without candidates; a pruned model of that
         size is minimal and ends the run) → boosting for a smaller support
         (``boost.py``) → L1 generation → L0 on the enriched ensemble warm-started from
@@ -1177,12 +1178,14 @@ class Pace:
 
         ``trim``: also drop the trees that split no witnessed gap
         (:func:`witness.unwitnessed_trees`), each replaced by the mean of its leaf values
-        (a constant, folded into the class offsets). For a binary stump model that is
-        exact wherever the label does not depend on the dropped split: the mean of the
-        two sides' margins has the sign of whichever side is in the region. ``run``
-        tries it first when what is left is as small as the size bound (then it is the
-        answer, proved minimal); uncertified without a round when nothing is dropped or
-        a sample already disagrees."""
+        (a constant, folded into the class offsets). A heuristic candidate, certified or
+        refuted by the oracle like any other. Why it often holds: in a binary model whose
+        dropped stump is the only split on its feature, the trimmed margin at x is the
+        mean of the original's margins on the two sides of that split, which has the
+        sign of every side inside the region unless the two sides carry opposite labels
+        (a boundary witness, had the samples found it). ``run`` tries it first when what
+        is left is as small as the size bound (then it is the answer, proved minimal);
+        uncertified without a round when nothing is dropped or a sample disagrees."""
         n = self.original.n_trees
         learners = self.learners[:n]  # the pool starts with the original trees, in order
         w = np.asarray(self.original.weights, np.float64).copy()
