@@ -152,8 +152,8 @@ MAX_ATTEMPTS = 4  # racing schedule: CP-SAT runs (seeds) per pair and call at mo
 # (RACE_LINEARIZATION_STUMPS): a leaf boolean is then an order literal itself, so the
 # LP relaxation of the two score conditions is tight; the proof that the merged
 # AdaBoost spambase original is faithful takes 0.1-0.3 s with it and waits for the 2 s
-# escalation without it (table (a), 2 x 48 runs side by side: 97.3 -> 87.4 s,
-# benchmarks/results/table_a_lp.md).
+# escalation without it (table (a) seeds 0-4 side by side, 120 runs without the two
+# noisy AdaBoost spambase seed-4 ones: 56.9 -> 41.0 s, benchmarks/results/table_a_lp.md).
 RACE_LINEARIZATION: tuple[int, ...] = (0, 1)
 RACE_LINEARIZATION_STUMPS: tuple[int, ...] = (1, 0)
 RACE_LINEARIZATION_PLAUSIBLE: tuple[int, ...] = (1,)
