@@ -373,6 +373,17 @@ def solve_l0(
 GUROBI_SIZE_LIMIT = 2000  # the pip licence's limit on variables and on constraints
 
 
+def distinct_rows(A: np.ndarray) -> np.ndarray:
+    """The rows of ``A`` without repeats, in first-seen order. Samples in different cells
+    often reach the same leaf in every learner and give identical margin rows; problem P
+    with one copy of each has the same feasible set (and fits the solver's size limits
+    more often)."""
+    if len(A) < 2:
+        return A
+    _, first = np.unique(A, axis=0, return_index=True)
+    return A[np.sort(first)]
+
+
 def gurobi_available() -> bool:
     try:
         import gurobipy  # noqa: F401

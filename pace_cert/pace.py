@@ -613,7 +613,7 @@ class Pace:
                 }
             try:
                 s = solver(
-                    A,
+                    master.distinct_rows(A),  # a repeated row is the same constraint
                     len(learners),
                     big_m,
                     warm=w,
@@ -1049,7 +1049,8 @@ class Pace:
     def _l0_solver(self, A: np.ndarray, n_learners: int):
         """The big-M MILP solver to call, or None for the cover (``l0_cover.py``).
 
-        auto: gurobipy when installed and the MILP fits its pip licence, else the cover
+        auto: gurobipy when installed and the MILP (distinct rows) fits its pip licence,
+        else the cover
         (on cancer RF 25 x d2, eta = delta = 0.1, 120 s: 28 L0 rounds with gurobipy,
         13 with the cover, 10 with HiGHS' big-M MILP)."""
         choice = self.cfg.milp
@@ -1061,7 +1062,7 @@ class Pace:
             if choice == "gurobi":
                 self.say("gurobipy is not installed; using the L0 cover instead")
             return None
-        n_vars, n_cons = master.l0_size(A, n_learners)
+        n_vars, n_cons = master.l0_size(master.distinct_rows(A), n_learners)
         if max(n_vars, n_cons) > master.GUROBI_SIZE_LIMIT:
             if not getattr(self, "_said_gurobi", False):
                 self.say(

@@ -289,3 +289,24 @@ def test_gurobi_l0_reports_progress_during_a_solve():
     quiet: list[str] = []
     master.solve_l0_gurobi(A, len(learners), big_m, progress=quiet.append, progress_seconds=1e9)
     assert quiet == []
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_distinct_rows_keep_the_l0_problem(seed):
+    """Samples in different cells often give the same margin row; the L0 masters get
+    each row once (distinct_rows): first-seen order, no repeats, nothing else dropped,
+    and the same L0 optimum with its solution meeting every original row."""
+    ens, _dom, Xs, y0 = _setup(seed)
+    learners = list(ens.trees)
+    A = master.margin_rows(leaf_values(learners, Xs), y0)
+    A = np.vstack([A, A[::3]])  # repeats for sure
+    D = master.distinct_rows(A)
+    assert len(D) < len(A) and len(np.unique(D, axis=0)) == len(D)
+    assert {r.tobytes() for r in D} == {r.tobytes() for r in A}
+    firsts = [next(i for i in range(len(A)) if np.array_equal(A[i], r)) for r in D]
+    assert firsts == sorted(firsts)
+    big_m = 10 * master.solve_l1(A, len(learners)).objective
+    full, dedup = (master.solve_l0(M, len(learners), big_m) for M in (A, D))
+    assert full.optimal and dedup.optimal and full.objective == dedup.objective
+    assert master.meets_rows(A, dedup)
+    assert master.distinct_rows(A[:1]) is not None and len(master.distinct_rows(A[:0])) == 0
