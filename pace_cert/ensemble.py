@@ -166,17 +166,15 @@ class FlatForest:
         """Leaf node index (within its tree) per row and tree: int64 [n, n_trees]."""
         X = np.asarray(X, dtype=np.float32)
         n, T = len(X), len(self.offset)
-        n_features = X.shape[1] if X.ndim == 2 else 0
         out = np.empty((n, T), np.int64)
         step = max(1, self.CHUNK // max(T, 1))
         for lo in range(0, n, step):
-            Xc = np.ascontiguousarray(X[lo : lo + step]).ravel()
-            row_start = (np.arange(len(Xc) // max(n_features, 1), dtype=np.intp) * n_features)[
-                :, None
-            ]
-            node = np.broadcast_to(self.offset, (len(row_start), T)).copy()
+            chunk = np.ascontiguousarray(X[lo : lo + step])
+            flat_x = chunk.ravel()  # x[r, f] is flat_x[r * n_features + f]
+            row_start = (np.arange(len(chunk), dtype=np.intp) * chunk.shape[1])[:, None]
+            node = np.broadcast_to(self.offset, (len(chunk), T)).copy()
             for _ in range(self.depth):
-                x = np.take(Xc, row_start + np.take(self.feature, node))
+                x = np.take(flat_x, row_start + np.take(self.feature, node))
                 right = ~(x <= np.take(self.threshold, node))  # NaN goes right
                 node = np.take(self.child, 2 * node + right)
             out[lo : lo + step] = node - self.offset
