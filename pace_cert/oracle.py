@@ -539,7 +539,7 @@ class SeparationOracle:
         inside = top - S2.max(axis=1) > self.region.margin + slack
         pl = self.region.plausibility
         if pl is not None and self.region.delta_abs is not None:
-            A = tree_sums([tab[:, :1] for tab in pl.tables], np.zeros(1), pl.flat.apply(X))[:, 0]
+            A = pl.scores(X)[:, 0]
             inside &= self.region.delta_abs + 1e-6 * (np.abs(A) + 1.0) <= A
         return np.where(inside, y0, -1)
 

@@ -1191,7 +1191,7 @@ class Pace:
         learners = self.learners[:n]  # the pool starts with the original trees, in order
         w = np.asarray(self.original.weights, np.float64).copy()
         offsets = self.original.base - self.original.base[0]
-        drop = witness.unwitnessed_trees(learners, self.witnesses.values()) if trim else []
+        drop = self._unwitnessed() if trim else []
         same = len(merge.group_by_structure(learners)) == n
         if (same and not drop) or len(drop) == n or not len(self.X) or (w <= 0).any():
             return PhaseResult(None, [], 0, False)
@@ -1213,18 +1213,22 @@ class Pace:
             self.say(f"[merge] certified {what}: {res.model.n_trees} trees")
         return res
 
+    def _unwitnessed(self) -> list[int]:
+        """Indices of the original trees that split no witnessed gap."""
+        originals = self.learners[: self.original.n_trees]
+        return witness.unwitnessed_trees(originals, self.witnesses.values())
+
     def _trimmed_size(self) -> int | None:
         """Trees of the merged original without its unwitnessed trees (``merge_phase``
         with ``trim``); None when no tree is unwitnessed or the bound is unknown."""
         if not self.witnesses:
             return None
         n = self.original.n_trees
-        drop = set(witness.unwitnessed_trees(self.learners[:n], self.witnesses.values()))
+        drop = set(self._unwitnessed())
         if not drop or len(drop) == n:
             return None
-        return len(
-            merge.group_by_structure([t for i, t in enumerate(self.learners[:n]) if i not in drop])
-        )
+        kept = [t for i, t in enumerate(self.learners[:n]) if i not in drop]
+        return len(merge.group_by_structure(kept))
 
     def _witness_bound(self) -> None:
         """Look for boundary witnesses among the samples (``witness.py``): pairs of

@@ -95,6 +95,29 @@ def small_problem(seed: int, n_features: int = 3, n_classes: int = 2, n_rows: in
     return X, y
 
 
+def write_small_problem(
+    root: Path,
+    family: str,
+    n: int,
+    depth: int,
+    seed: int,
+    *,
+    n_features: int = 3,
+    n_rows: int = 150,
+    model_seed: int | None = None,
+) -> tuple[Path, Path]:
+    """``small_problem(seed)`` fitted by a zoo model (seeded ``model_seed``, default
+    ``seed``), written as ``root/model.onnx`` and ``root/train.csv`` (the inputs of
+    ``pace-cert compress``); returns both paths."""
+    X, y = small_problem(seed, n_features=n_features, n_rows=n_rows)
+    model = zoo.make_model(family, n, depth, seed if model_seed is None else model_seed)
+    model.fit(X, y)
+    onnx_path, csv_path = root / "model.onnx", root / "train.csv"
+    onnx_path.write_bytes(zoo.export_onnx(model, n_features).SerializeToString())
+    zoo.write_csv(csv_path, X, y, [f"f{i}" for i in range(n_features)])
+    return onnx_path, csv_path
+
+
 def tec_model(
     class_ids, weights, modes=("BRANCH_LEQ",), threshold=0.0, base=None, labels=(0, 1), n_features=1
 ) -> onnx.ModelProto:

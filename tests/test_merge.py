@@ -21,7 +21,7 @@ from pace_cert.pace import CompressConfig, Pace, fold
 from pace_cert.region import region_mask
 from pace_cert.runtime import labels, session
 
-from .helpers import small_problem
+from .helpers import small_problem, write_small_problem
 
 
 def _stump(feature: int, threshold: float, left: list[float], right: list[float]) -> Tree:
@@ -166,19 +166,16 @@ def test_inconclusive_certificate_names_every_original_tree_and_is_not_refuted(t
     verify refuted a valid certificate."""
     from pace_cert.app import run_compress
 
-    X, y = small_problem(0, n_features=3, n_rows=150)
-    model = zoo.make_model("ada", 16, 1, 0).fit(X, y)
-    (tmp_path / "model.onnx").write_bytes(zoo.export_onnx(model, 3).SerializeToString())
-    zoo.write_csv(tmp_path / "train.csv", X, y, ["a", "b", "c"])
+    model_path, data_path = write_small_problem(tmp_path, "ada", 16, 1, 0)
     out = tmp_path / "out"
     cfg = CompressConfig(mode="prune", time_limit=0.001)
-    res = run_compress(tmp_path / "model.onnx", tmp_path / "train.csv", out, cfg)
+    res = run_compress(model_path, data_path, out, cfg)
     assert res.exit_code == 2 and res.status == "inconclusive"
     learners = json.loads((out / "certificate.json").read_text())["learners"]
     assert [lr["original_trees"] for lr in learners] == [[t] for t in range(16)]
     rep = CliRunner().invoke(
         app,
-        ["verify", str(tmp_path / "model.onnx"), str(out / "compressed.onnx"),
+        ["verify", str(model_path), str(out / "compressed.onnx"),
          str(out / "certificate.json")],
     )  # fmt: skip
     assert rep.exit_code == 0, rep.output
@@ -240,12 +237,9 @@ def test_trimmed_original_certificate_verifies(tmp_path):
     writes a certificate that `verify` accepts (onnxruntime replay, learners' claims)."""
     from pace_cert.app import run_compress
 
-    X, y = small_problem(10, n_features=3, n_rows=150)
-    model = zoo.make_model("ada", 16, 1, 10).fit(X, y)
-    (tmp_path / "model.onnx").write_bytes(zoo.export_onnx(model, 3).SerializeToString())
-    zoo.write_csv(tmp_path / "train.csv", X, y, ["a", "b", "c"])
+    model_path, data_path = write_small_problem(tmp_path, "ada", 16, 1, 10)
     out = tmp_path / "out"
-    res = run_compress(tmp_path / "model.onnx", tmp_path / "train.csv", out, CompressConfig())
+    res = run_compress(model_path, data_path, out, CompressConfig())
     assert res.exit_code == 0 and res.status == "certified"
     cert = json.loads((out / "certificate.json").read_text())
     assert cert["summary"]["phase"] == "merge"
@@ -254,7 +248,7 @@ def test_trimmed_original_certificate_verifies(tmp_path):
     assert len(named) < 16  # the unwitnessed trees are not in the model
     rep = CliRunner().invoke(
         app,
-        ["verify", str(tmp_path / "model.onnx"), str(out / "compressed.onnx"),
-         str(out / "certificate.json"), "--data", str(tmp_path / "train.csv")],
+        ["verify", str(model_path), str(out / "compressed.onnx"),
+         str(out / "certificate.json"), "--data", str(data_path)],
     )  # fmt: skip
     assert rep.exit_code == 0, rep.output

@@ -24,7 +24,7 @@ from pace_cert.onnx_reader import ensemble_from_model, read_ensemble
 from pace_cert.pace import CompressConfig
 from pace_cert.verify import run_verify
 
-from .helpers import small_problem
+from .helpers import small_problem, write_small_problem
 
 # (family, data seed, features, trees, depth, eta): chosen among cheap cases; the
 # assertion below needs only one of them to show a strict gain.
@@ -461,13 +461,10 @@ def test_constant_model_is_written_and_verifies(tmp_path):
     has no tree (the offsets decide), the ONNX carries one zero leaf per class (adds 0
     exactly), and it verifies on every cell. Writing it used to fail in onnx (empty
     target lists cannot be typed)."""
-    X, y = small_problem(1, n_features=3, n_rows=100)
-    model = zoo.make_model("rf", 5, 2, 0).fit(X, y)
-    (tmp_path / "model.onnx").write_bytes(zoo.export_onnx(model, 3).SerializeToString())
-    zoo.write_csv(tmp_path / "train.csv", X, y, ["f0", "f1", "f2"])
+    model_path, data_path = write_small_problem(tmp_path, "rf", 5, 2, 1, n_rows=100, model_seed=0)
     out = tmp_path / "out"
     cfg = CompressConfig(mode="prune", threads=1)
-    res = run_compress(tmp_path / "model.onnx", tmp_path / "train.csv", out, cfg)
+    res = run_compress(model_path, data_path, out, cfg)
     assert res.exit_code == 0
     assert res.certificate.summary.trees_after == 0
-    assert_verifies_exhaustively(tmp_path / "model.onnx", out)
+    assert_verifies_exhaustively(model_path, out)
