@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -73,6 +74,14 @@ class ScoreModel:
     def from_ensemble(cls, ens: Ensemble) -> ScoreModel:
         tables = tuple(w * t.value for w, t in zip(ens.weights, ens.trees))
         return cls(ens.trees, tables, ens.base.astype(np.float64))
+
+    @classmethod
+    def sum_of(cls, trees: Sequence[Tree]) -> ScoreModel:
+        """The plain sum of the trees' leaf values, base 0: e.g. the plausibility
+        forest's score A(x) (one output column)."""
+        trees = tuple(trees)
+        k = trees[0].value.shape[1] if trees else 1
+        return cls(trees, tuple(t.value for t in trees), np.zeros(k))
 
     @cached_property
     def flat(self) -> FlatForest:

@@ -257,13 +257,7 @@ class Pace:
             self.plausibility = fit_plausibility(
                 X, cfg.delta, cfg.iforest_estimators, cfg.iforest_max_samples, cfg.seed
             )
-        pl_model = None
-        if self.plausibility is not None:
-            pl_model = ScoreModel(
-                self.plausibility.trees,
-                tuple(t.value for t in self.plausibility.trees),
-                np.zeros(1),
-            )
+        pl_model = None if self.plausibility is None else ScoreModel.sum_of(self.plausibility.trees)
         binary = infer_binary(X) if cfg.binary == "infer" else None
         lower = X.min(axis=0) if cfg.bounds == "data" else None
         upper = X.max(axis=0) if cfg.bounds == "data" else None

@@ -180,11 +180,7 @@ def _prove(
     trees = [*orig.trees, *comp.trees, *(forest.trees if forest else [])]
     domain = build_domain(trees, orig.n_features, binary, lower, upper, integer)
     c_o = region_margin(orig, cert.region.eta)
-    pl_model = (
-        None
-        if forest is None
-        else ScoreModel(forest.trees, tuple(t.value for t in forest.trees), np.zeros(1))
-    )
+    pl_model = None if forest is None else ScoreModel.sum_of(forest.trees)
     region = RegionSpec(c_o, pl_model, None if forest is None else forest.delta_abs)
     oracle = SeparationOracle(domain, ScoreModel.from_ensemble(orig), region, seed=cert.seed)
     results = oracle.separate(

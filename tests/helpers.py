@@ -72,11 +72,7 @@ def oracle_region(original, extra_trees, eta: float, forest, binary=None):
     from pace_cert.oracle import RegionSpec, ScoreModel
     from pace_cert.pace import region_margin
 
-    pl = (
-        None
-        if forest is None
-        else ScoreModel(forest.trees, tuple(t.value for t in forest.trees), np.zeros(1))
-    )
+    pl = None if forest is None else ScoreModel.sum_of(forest.trees)
     trees = [*original.trees, *extra_trees, *(forest.trees if forest else [])]
     dom = build_domain(trees, original.n_features, binary)
     c_o = region_margin(original, eta)

@@ -12,6 +12,7 @@ from sklearn.ensemble import IsolationForest
 from sklearn.ensemble._iforest import _average_path_length
 
 from pace_cert.ensemble import LEAF, float32_floor, next_float32
+from pace_cert.oracle import ScoreModel
 from pace_cert.plausibility import (
     FORMAT_TAG,
     PlausibilityForest,
@@ -82,6 +83,16 @@ def test_scores_match_sklearn(fitted):
         a = plausibility_scores(forest, pts)
         ours = -(2.0 ** (-a / forest.n_trees / c_max))
         np.testing.assert_allclose(ours, iso.score_samples(pts), rtol=1e-9, atol=0)
+
+
+def test_oracle_score_model_sums_the_forest(fitted):
+    """The oracle's ScoreModel of the forest (base 0) gives plausibility_scores exactly:
+    the screen and the CP-SAT condition share one definition of A(x)."""
+    X, _, forest = fitted
+    model = ScoreModel.sum_of(forest.trees)
+    assert model.base.tolist() == [0.0]
+    for pts in (X, _far_points(X)):
+        np.testing.assert_array_equal(model.scores(pts)[:, 0], plausibility_scores(forest, pts))
 
 
 def test_leaf_values_are_depth_plus_correction(fitted):
