@@ -99,13 +99,14 @@ def write_small_problem(
     seed: int,
     *,
     n_features: int = 3,
+    n_classes: int = 2,
     n_rows: int = 150,
     model_seed: int | None = None,
 ) -> tuple[Path, Path]:
-    """``small_problem(seed)`` fitted by a zoo model (seeded ``model_seed``, default
-    ``seed``), written as ``root/model.onnx`` and ``root/train.csv`` (the inputs of
-    ``pace-cert compress``); returns both paths."""
-    X, y = small_problem(seed, n_features=n_features, n_rows=n_rows)
+    """``small_problem(seed, n_features, n_classes, n_rows)`` fitted by a zoo model
+    (seeded ``model_seed``, default ``seed``), written as ``root/model.onnx`` and
+    ``root/train.csv`` (the inputs of ``pace-cert compress``); returns both paths."""
+    X, y = small_problem(seed, n_features=n_features, n_classes=n_classes, n_rows=n_rows)
     model = zoo.make_model(family, n, depth, seed if model_seed is None else model_seed)
     model.fit(X, y)
     onnx_path, csv_path = root / "model.onnx", root / "train.csv"

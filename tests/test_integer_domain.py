@@ -10,7 +10,6 @@ import pytest
 from pace_cert.cli.main import app
 from typer.testing import CliRunner
 
-from pace_cert import zoo
 from pace_cert.app import run_compress
 from pace_cert.certificate import Certificate
 from pace_cert.domain import build_domain, infer_integer
@@ -21,7 +20,7 @@ from pace_cert.plausibility import load_artifact, plausibility_scores
 from pace_cert.runtime import labels, session
 from pace_cert.verify import run_verify
 
-from .helpers import small_problem
+from .helpers import write_small_problem
 
 
 def _stump(th: float) -> Tree:
@@ -83,10 +82,7 @@ def test_infer_integer_ignores_fractional_columns():
 
 
 def _problem(root):
-    X, y = small_problem(1, n_features=3, n_rows=200)
-    model = zoo.make_model("rf", 20, 2, 1).fit(X, y)
-    (root / "model.onnx").write_bytes(zoo.export_onnx(model, 3).SerializeToString())
-    zoo.write_csv(root / "train.csv", X, y, ["f0", "f1", "f2"])
+    write_small_problem(root, "rf", 20, 2, 1, n_rows=200)
 
 
 def _margin(path, P):

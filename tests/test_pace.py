@@ -38,10 +38,7 @@ CONFIGS = [
 def write_rf20_problem(root) -> None:
     """``root/model.onnx`` (RF 20 x depth 2 on 3 features, 9-tree L1 support) and
     ``root/train.csv``: cheap, and its L0 loop takes several rounds."""
-    X, y = small_problem(1, n_features=3, n_rows=200)
-    model = zoo.make_model("rf", 20, 2, 1).fit(X, y)
-    (root / "model.onnx").write_bytes(zoo.export_onnx(model, 3).SerializeToString())
-    zoo.write_csv(root / "train.csv", X, y, ["f0", "f1", "f2"])
+    write_small_problem(root, "rf", 20, 2, 1, n_rows=200)
 
 
 def assert_verifies_exhaustively(model, out) -> None:
@@ -83,10 +80,7 @@ def runs(tmp_path_factory):
     out = {}
     for fam, seed, nf, n, d, eta in CONFIGS:
         root = tmp_path_factory.mktemp(f"{fam}{seed}")
-        X, y = small_problem(seed, n_features=nf, n_rows=200)
-        model = zoo.make_model(fam, n, d, seed).fit(X, y)
-        (root / "model.onnx").write_bytes(zoo.export_onnx(model, nf).SerializeToString())
-        zoo.write_csv(root / "train.csv", X, y, [f"f{i}" for i in range(nf)])
+        write_small_problem(root, fam, n, d, seed, n_features=nf, n_rows=200)
         for mode in ("prune", "pace"):
             res = run_compress(
                 root / "model.onnx",

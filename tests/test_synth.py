@@ -12,7 +12,7 @@ import pytest
 from pace_cert.domain import build_domain
 from pace_cert.synth import Cut, candidate_cuts, shape_tree, synthesize
 
-from .helpers import stump
+from .helpers import stump, write_small_problem
 
 
 def _grid(levels: tuple[int, ...]) -> np.ndarray:
@@ -159,17 +159,11 @@ def test_pace_size_bound_holds_on_every_cell_of_the_region(tmp_path, seed):
     models (4 features on a 4-level grid, 3 classes, eta = 0): brute force over every
     pair of depth-2 trees finds none label-pure on the region's cells (all enumerated),
     so no model of two such trees is faithful; the kept model has 3 trees."""
-    from pace_cert import zoo
     from pace_cert.app import run_compress
     from pace_cert.onnx_reader import read_ensemble
     from pace_cert.pace import CompressConfig
 
-    from .helpers import small_problem
-
-    X, y = small_problem(seed, n_features=4, n_classes=3, n_rows=300)
-    model = zoo.make_model("rf", 25, 2, seed).fit(X, y)
-    (tmp_path / "model.onnx").write_bytes(zoo.export_onnx(model, 4).SerializeToString())
-    zoo.write_csv(tmp_path / "train.csv", X, y, ["f0", "f1", "f2", "f3"])
+    write_small_problem(tmp_path, "rf", 25, 2, seed, n_features=4, n_classes=3, n_rows=300)
     cfg = CompressConfig(mode="pace", eta=0.0, time_limit=120, seed=0)
     res = run_compress(tmp_path / "model.onnx", tmp_path / "train.csv", tmp_path / "out", cfg)
     assert res.exit_code == 0
@@ -188,18 +182,13 @@ def test_pace_stops_after_pruning_when_the_pruned_model_is_proved_minimal(tmp_pa
     trees are pure on the samples, so PACE returns the pruned model without generating
     (the certificate says why). Brute force over every pair of depth-2 trees on every
     region cell confirms the bound; the written model verifies on every cell."""
-    from pace_cert import zoo
     from pace_cert.app import run_compress
     from pace_cert.onnx_reader import read_ensemble
     from pace_cert.pace import STOP_PROVED_MINIMAL, CompressConfig
 
-    from .helpers import small_problem
     from .test_pace import assert_verifies_exhaustively
 
-    X, y = small_problem(8, n_features=4, n_classes=3, n_rows=300)
-    model = zoo.make_model("rf", 25, 2, 8).fit(X, y)
-    (tmp_path / "model.onnx").write_bytes(zoo.export_onnx(model, 4).SerializeToString())
-    zoo.write_csv(tmp_path / "train.csv", X, y, ["f0", "f1", "f2", "f3"])
+    write_small_problem(tmp_path, "rf", 25, 2, 8, n_features=4, n_classes=3, n_rows=300)
     summaries = {}
     for mode in ("prune", "pace"):
         cfg = CompressConfig(mode=mode, eta=0.0, time_limit=120, seed=0)
@@ -222,17 +211,12 @@ def test_synthesis_beats_the_other_phases_on_a_small_adaboost(tmp_path):
     synthesis phase keeps 5 trees (its only lower bound comes from boundary witnesses);
     with it, 4 synthesized trees, proved minimal, and the written ONNX verifies with
     onnxruntime on every cell."""
-    from pace_cert import zoo
     from pace_cert.app import run_compress
     from pace_cert.pace import CompressConfig
 
-    from .helpers import small_problem
     from .test_pace import assert_verifies_exhaustively
 
-    X, y = small_problem(0, n_features=4, n_classes=2, n_rows=300)
-    model = zoo.make_model("ada", 20, 2, 0).fit(X, y)
-    (tmp_path / "model.onnx").write_bytes(zoo.export_onnx(model, 4).SerializeToString())
-    zoo.write_csv(tmp_path / "train.csv", X, y, ["f0", "f1", "f2", "f3"])
+    write_small_problem(tmp_path, "ada", 20, 2, 0, n_features=4, n_rows=300)
     sizes = {}
     for synth_size in (0, 5):
         out = tmp_path / f"out{synth_size}"
