@@ -364,7 +364,7 @@ def render_csv(cases: Sequence[Case]) -> str:
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="small slice, about 6 minutes")
+    ap.add_argument("--quick", action="store_true", help="small slice, about 5 minutes")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="results directory")
     ap.add_argument("--time-limit", type=float, default=None, help="seconds per oracle run")
     ap.add_argument("--budget", type=float, default=None, help="seconds for the whole run")
@@ -396,7 +396,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     if args.time_limit is None:
         args.time_limit = 150.0 if args.quick else 600.0
     if args.budget is None and args.quick:
-        args.budget = 330.0
+        args.budget = harness.ORACLE_BUDGET
     return args
 
 
