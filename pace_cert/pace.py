@@ -1180,7 +1180,9 @@ class Pace:
         sign of every side inside the region unless the two sides carry opposite labels
         (a boundary witness, had the samples found it). ``run`` tries it first when what
         is left is as small as the size bound (then it is the answer, proved minimal);
-        uncertified without a round when nothing is dropped or a sample disagrees."""
+        uncertified without a round when nothing is dropped or a sample disagrees. On
+        domains small enough to enumerate, the trimmed candidate is screened on every
+        cell before CP-SAT runs; the separating cells found are kept as samples."""
         n = self.original.n_trees
         learners = self.learners[:n]  # the pool starts with the original trees, in order
         w = np.asarray(self.original.weights, np.float64).copy()
@@ -1200,7 +1202,11 @@ class Pace:
             self.say(f"[merge] {what} disagrees with the original on a sample; skipped")
             return PhaseResult(None, [], 0, False)
         sol = master.MasterSolution(w / low, offsets / low, float(np.sum(w / low)), None, True, "")
-        res = self.faithful_loop("merge", lambda _A: sol, learners, screen=False, max_rounds=1)
+        # a trimmed candidate is a guess: on a small domain every cell is screened with
+        # numpy first, so a refuted guess costs no CP-SAT round (the exact merge is the
+        # original's own function: straight to the proof)
+        screen = bool(drop) and self.oracle.can_enumerate()
+        res = self.faithful_loop("merge", lambda _A: sol, learners, screen=screen, max_rounds=1)
         if not res.certified:
             self.say(f"[merge] {what} was not certified in its round; continuing")
         elif res.model is not None:

@@ -232,6 +232,31 @@ def test_trimmed_original_agrees_on_every_cell_under_onnxruntime(
     assert run.phase == "merge" and run.compressed.n_trees == size == run.size_bound
 
 
+def test_a_trimmed_original_refuted_on_a_cell_costs_no_cp_sat_round(monkeypatch):
+    """AdaBoost 16 stumps, 3 features, seed 4: the trimmed merged original is as small
+    as the witness bound but misclassifies an in-region cell that no sample covers. On
+    this enumerable domain the screen finds that cell, so merge_phase(trim=True) ends
+    uncertified without calling CP-SAT, and the cell becomes a sample labelled by the
+    original, which the trimmed candidate gets wrong."""
+    X, y = small_problem(4, n_features=3, n_classes=2, n_rows=150)
+    original, _ = ensemble_from_model(zoo.export_onnx(zoo.make_model("ada", 16, 1, 4).fit(X, y), 3))
+    p = Pace(original, X, CompressConfig(mode="prune", seed=0))
+    p._witness_bound()
+    assert p._trimmed_size() == p.size_bound == 7
+    assert p.oracle.can_enumerate()
+    calls: list[int] = []
+    real = p.oracle.separate
+    monkeypatch.setattr(p.oracle, "separate", lambda *a, **k: calls.append(1) or real(*a, **k))
+    n0 = len(p.X)
+    res = p.merge_phase(trim=True)
+    assert not res.certified and res.rounds == 1 and calls == []
+    new = p.X[n0:]
+    assert len(new) >= 1
+    np.testing.assert_array_equal(p.y0[n0:], original.predict_index(new))
+    assert [h.phase for h in p.history] == ["merge"] * len(new)
+    assert all(h.compressed_label != h.original_label for h in p.history)
+
+
 def test_trimmed_original_certificate_verifies(tmp_path):
     """End to end through the CLI: a run whose answer is the trimmed merged original
     writes a certificate that `verify` accepts (onnxruntime replay, learners' claims)."""
