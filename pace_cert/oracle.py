@@ -315,6 +315,7 @@ class SeparationOracle:
         # Subclasses whose _solve_pair takes no race (objective, MILP) use "parallel".
         self.schedule = "race"
         self._pair_hints: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._scores_memo: tuple[ScoreModel, np.ndarray, np.ndarray] | None = None
 
     # ------------------------------------------------------------------ model building
     def _build_features(self) -> list[list[cp_model.IntVar]]:
@@ -552,15 +553,26 @@ class SeparationOracle:
             inside &= self.region.delta_abs + 1e-6 * (np.abs(A) + 1.0) <= A
         return np.where(inside, y0, -1)
 
-    @staticmethod
+    def _scores_on(self, model: ScoreModel, X: np.ndarray) -> np.ndarray:
+        """``model.scores(X)``, read-only, remembered for the last (model, X) pair (by
+        identity): a round screens its candidate on the grid or pool and then hints
+        CP-SAT from the same points, so the candidate is scored there once."""
+        memo = self._scores_memo
+        if memo is not None and memo[0] is model and memo[1] is X:
+            return memo[2]
+        S = model.scores(X)
+        S.flags.writeable = False
+        self._scores_memo = (model, X, S)
+        return S
+
     def _violations(
-        X: np.ndarray, y0: np.ndarray, compressed: ScoreModel, e_req: float, per_pair: int
+        self, X: np.ndarray, y0: np.ndarray, compressed: ScoreModel, e_req: float, per_pair: int
     ) -> list[PairResult]:
         """Rows (labelled y0, all inside) where the compressed model fails the margin,
         at most ``per_pair`` per ordered pair, most violated first."""
         if len(X) == 0:
             return []
-        S = compressed.scores(X)
+        S = self._scores_on(compressed, X)
         own = S[np.arange(len(X)), y0]
         out = []
         for y in range(S.shape[1]):
@@ -899,7 +911,7 @@ class SeparationOracle:
         if g is None or len(g[0]) == 0:
             return {}
         X, lab = g
-        S = compressed.scores(X)
+        S = self._scores_on(compressed, X)
         by_row: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         out = {}
         for y0, y in pairs:

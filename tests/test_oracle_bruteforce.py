@@ -525,3 +525,27 @@ def test_solution_hints_only_steer_the_search(enumerable):
         assert [r.status for r in hinted] == [r.status for r in bare]
         statuses |= {r.status for r in hinted}
     assert statuses == {"INFEASIBLE", "FEASIBLE"}
+
+
+def test_a_round_scores_its_candidate_on_the_grid_once(monkeypatch):
+    """The screen and the CP-SAT hints of one round use the candidate's scores on the
+    grid computed once (memo by identity of the model and the points); another
+    candidate is scored afresh, and every screen still equals the brute-force one."""
+    X, y = small_problem(2, n_features=3, n_classes=3, n_rows=200)
+    m = zoo.make_model("rf", 8, 2, 2).fit(X, y)
+    original, _ = ensemble_from_model(zoo.export_onnx(m, 3))
+    dom, region, _ = oracle_region(original, [], 0.1, None)
+    oracle = SeparationOracle(dom, ScoreModel.from_ensemble(original), region)
+    grid, y0 = oracle._grid()
+    scored: list[int] = []
+    real = ScoreModel.scores
+    monkeypatch.setattr(
+        ScoreModel, "scores", lambda self, P: scored.append(id(self)) or real(self, P)
+    )
+    for cand in candidates(original, np.random.default_rng(3)):
+        sm, e_req = ScoreModel.from_ensemble(cand), required_margin(cand)
+        scored.clear()
+        found = oracle.screen(sm, e_req, per_pair=5)
+        oracle.separate(sm, e_req, threads=1)
+        assert scored.count(id(sm)) == 1
+        assert bool(found) == bool(_separating_rows(cand, grid, y0, e_req).any())
