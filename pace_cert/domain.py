@@ -59,10 +59,18 @@ class FeatureDomain:
 
     def representative(self, cells: np.ndarray) -> np.ndarray:
         """float32 point for a cell-index vector (raises if a cell is not allowed)."""
-        x = np.array([self.reps[i][k] for i, k in enumerate(cells)], np.float32)
-        if np.isnan(x).any():
+        return self.representatives(np.asarray(cells, np.int64)[None, :])[0]
+
+    def representatives(self, cells: np.ndarray) -> np.ndarray:
+        """float32 points [n, n_features] for cell-index rows [n, n_features] (raises if
+        a cell is not allowed)."""
+        cells = np.asarray(cells, np.int64)
+        X = np.empty(cells.shape, np.float32)
+        for i, reps in enumerate(self.reps):
+            X[:, i] = reps[cells[:, i]]
+        if np.isnan(X).any():
             raise ValueError("cell outside the allowed domain")
-        return x
+        return X
 
     def contains(self, X: np.ndarray) -> np.ndarray:
         """Whether float32 rows lie in the declared domain (binary, bounds, no NaN)."""

@@ -285,9 +285,8 @@ class Pace:
         cells = self.domain.cell_index(Xin)
         _, first = np.unique(cells, axis=0, return_index=True)
         first = np.sort(first)
-        reps = np.array([self.domain.representative(c) for c in cells[first]], np.float32)
         self.samples_kept = int(inside.sum())
-        self.X = reps.reshape(-1, original.n_features)
+        self.X = self.domain.representatives(cells[first].reshape(-1, original.n_features))
         self.y0 = original.predict_index(self.X) if len(self.X) else np.zeros(0, np.int64)
         self._cells = {tuple(c) for c in cells[first]}
         self.l1_master = master.L1Master(seed=cfg.seed)  # warm-started across rounds
