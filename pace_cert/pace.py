@@ -573,7 +573,10 @@ class Pace:
                 if kept is not None:  # feasible in float64 only: the cover skips it from now on
                     state["exact"] = True
             w = warm if start is None else np.r_[start.weights, start.offsets[1:]]
-            solver = None if state.get("exact") else self._l0_solver(A, len(learners))
+            # each margin row once (a repeat is the same constraint), for the licence
+            # check and the MILP alike
+            rows = None if state.get("exact") else master.distinct_rows(A)
+            solver = None if rows is None else self._l0_solver(rows, len(learners))
             if solver is None:  # the cover: no big-M, any weights on the support
                 ws = None if w is None else np.flatnonzero(np.asarray(w[: len(learners)]) > 0)
                 fb = None  # the smallest certified model's support, when over this pool
@@ -606,7 +609,7 @@ class Pace:
                 }
             try:
                 s = solver(
-                    master.distinct_rows(A),  # a repeated row is the same constraint
+                    rows,
                     len(learners),
                     big_m,
                     warm=w,
@@ -1039,11 +1042,11 @@ class Pace:
         w[res.keep] = res.weights
         return np.r_[w, res.offsets[1:]]
 
-    def _l0_solver(self, A: np.ndarray, n_learners: int):
-        """The big-M MILP solver to call, or None for the cover (``l0_cover.py``).
+    def _l0_solver(self, rows: np.ndarray, n_learners: int):
+        """The big-M MILP solver to call on the distinct margin ``rows``, or None for the
+        cover (``l0_cover.py``).
 
-        auto: gurobipy when installed and the MILP (distinct rows) fits its pip licence,
-        else the cover
+        auto: gurobipy when installed and the MILP fits its pip licence, else the cover
         (on cancer RF 25 x d2, eta = delta = 0.1, 120 s: 28 L0 rounds with gurobipy,
         13 with the cover, 10 with HiGHS' big-M MILP)."""
         choice = self.cfg.milp
@@ -1055,7 +1058,7 @@ class Pace:
             if choice == "gurobi":
                 self.say("gurobipy is not installed; using the L0 cover instead")
             return None
-        n_vars, n_cons = master.l0_size(master.distinct_rows(A), n_learners)
+        n_vars, n_cons = master.l0_size(rows, n_learners)
         if max(n_vars, n_cons) > master.GUROBI_SIZE_LIMIT:
             if not getattr(self, "_said_gurobi", False):
                 self.say(

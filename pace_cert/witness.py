@@ -60,19 +60,16 @@ def unwitnessed_trees(trees: list[Tree], witnesses: Iterable[Witness]) -> list[i
     for w in witnesses:
         f = int(w.feature)
         gaps.setdefault(f, []).append((float(w.x[f]), float(w.x_next[f])))
-    lo = {f: np.array([a for a, _ in g]) for f, g in gaps.items()}
-    hi = {f: np.array([b for _, b in g]) for f, g in gaps.items()}
-    out = []
-    for i, t in enumerate(trees):
-        hit = False
-        for j in np.flatnonzero(t.left != LEAF):
-            f, th = int(t.feature[j]), float(t.threshold[j])
-            if f in lo and np.any((lo[f] <= th) & (th < hi[f])):
-                hit = True
-                break
-        if not hit:
-            out.append(i)
-    return out
+    bounds = {f: np.array(g).T for f, g in gaps.items()}  # feature -> [lows, highs]
+
+    def splits_a_gap(f: int, th: float) -> bool:
+        return f in bounds and bool(np.any((bounds[f][0] <= th) & (th < bounds[f][1])))
+
+    def splits_none(t: Tree) -> bool:
+        internal = np.flatnonzero(t.left != LEAF)
+        return not any(splits_a_gap(int(t.feature[j]), float(t.threshold[j])) for j in internal)
+
+    return [i for i, t in enumerate(trees) if splits_none(t)]
 
 
 def max_internal_nodes(depth: int) -> int:
