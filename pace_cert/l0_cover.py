@@ -36,7 +36,8 @@ is not monotone in the rows (new rows change the max-margin weights), so when th
 have changed every no-good is tested again; if one of its supports has become usable,
 the master restarts without cuts (rare: rejections themselves are).
 
-Rows only grow during a faithful loop, so a support infeasible once stays infeasible:
+Rows only grow during a faithful loop (the driver passes :func:`master.minimal_rows`,
+which drops only rows that kept ones imply), so a support infeasible once stays infeasible:
 cuts and the lower bound are kept across calls on the same learners. The solver only
 chooses weights; faithfulness is decided by the oracle.
 """
@@ -115,7 +116,8 @@ class MarginLP:
 class L0Cover:
     """Minimum-support weights for a fixed learner set, cuts kept across calls.
 
-    ``solve(A)`` may be called again with rows appended (never removed or changed);
+    ``solve(A)`` may be called again with rows that imply the previous ones (rows
+    appended; or, from :func:`master.minimal_rows`, rows the new ones imply dropped);
     the learner count is fixed at construction.
     """
 
@@ -125,7 +127,7 @@ class L0Cover:
         self.seed = seed
         self.stats = CoverStats()
         self._pref = np.zeros(n_learners, np.int64)
-        self._rows_seen = -1  # row count of the last solve
+        self._rows_seen: tuple[tuple[int, ...], int] | None = None  # the last solve's rows
         self.lb = 0  # 1 once the offsets alone are known not to meet the rows
         self._restart()
 
@@ -264,8 +266,9 @@ class L0Cover:
                 return None
             return sol
 
-        if len(A) != self._rows_seen:  # new rows: rejections are tested again
-            self._rows_seen = len(A)
+        seen = (A.shape, hash(A.tobytes()))
+        if seen != self._rows_seen:  # new rows: rejections are tested again
+            self._rows_seen = seen
             for key in sorted(self._no_goods):
                 S = np.asarray(key, np.int64)
                 rho, _, w, beta = lp.test(S)

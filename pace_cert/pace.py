@@ -573,9 +573,9 @@ class Pace:
                 if kept is not None:  # feasible in float64 only: the cover skips it from now on
                     state["exact"] = True
             w = warm if start is None else np.r_[start.weights, start.offsets[1:]]
-            # each margin row once (a repeat is the same constraint), for the licence
-            # check and the MILP alike
-            rows = None if state.get("exact") else master.distinct_rows(A)
+            # the rows P needs (each once, none another implies), for the licence check
+            # and the MILP alike
+            rows = None if state.get("exact") else master.minimal_rows(A, len(learners))
             solver = None if rows is None else self._l0_solver(rows, len(learners))
             if solver is None:  # the cover: no big-M, any weights on the support
                 ws = None if w is None else np.flatnonzero(np.asarray(w[: len(learners)]) > 0)
@@ -589,7 +589,7 @@ class Pace:
                     if warm is not None:
                         state["cover"].prefer(np.asarray(warm[: len(learners)]))
                 s = state["cover"].solve(
-                    A,
+                    master.minimal_rows(A, len(learners)) if rows is None else rows,
                     warm_support=ws,
                     deadline=time.perf_counter() + tl,
                     fallback=fb,
@@ -1043,8 +1043,8 @@ class Pace:
         return np.r_[w, res.offsets[1:]]
 
     def _l0_solver(self, rows: np.ndarray, n_learners: int):
-        """The big-M MILP solver to call on the distinct margin ``rows``, or None for the
-        cover (``l0_cover.py``).
+        """The big-M MILP solver to call on the margin ``rows`` P needs
+        (``master.minimal_rows``), or None for the cover (``l0_cover.py``).
 
         auto: gurobipy when installed and the MILP fits its pip licence, else the cover
         (on cancer RF 25 x d2, eta = delta = 0.1, 120 s: 28 L0 rounds with gurobipy,

@@ -149,6 +149,27 @@ def test_cover_drops_rejections_that_new_rows_make_usable():
     assert again.optimal and int(again.objective) == int(free.objective)
 
 
+def test_cover_notices_changed_rows_of_the_same_count():
+    """The driver passes ``master.minimal_rows``: a new row can replace one it implies,
+    so the row count stays while the rows change. Rejections must be tested again then
+    too (a count check would keep the no-good and return a larger support)."""
+    A, T = _rows(1, 3)
+    free = L0Cover(T, 2, seed=1).solve(A)
+    for banned in np.flatnonzero(free.weights > 0):
+        cover = L0Cover(T, 2, seed=1)
+        first = cover.solve(A, usable=lambda s, b=banned: not s.weights[b] > 0)
+        if first.optimal and first.objective > free.objective:
+            break
+    else:
+        raise AssertionError("no ban makes the optimum larger on these rows")
+    B = A.copy()
+    B[-1, 0] -= 1e-9  # implies the old last row; same count, other rows
+    again = cover.solve(B)  # everything usable now
+    assert again.optimal
+    assert int(again.objective) == int(L0Cover(T, 2, seed=1).solve(B).objective)
+    assert int(again.objective) < int(first.objective)
+
+
 def test_cover_reports_progress_on_long_searches(monkeypatch):
     """A long cover search says where it is (lower bound, best support, cuts) every
     ``PROGRESS_SECONDS``; the reports change nothing in the answer."""

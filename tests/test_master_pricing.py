@@ -310,3 +310,74 @@ def test_distinct_rows_keep_the_l0_problem(seed):
     assert full.optimal and dedup.optimal and full.objective == dedup.objective
     assert master.meets_rows(A, dedup)
     assert master.distinct_rows(A[:1]) is not None and len(master.distinct_rows(A[:0])) == 0
+
+
+def _implied_brute(D: np.ndarray, T: int) -> np.ndarray:
+    """Row i of distinct ``D`` is implied when another row has the same offset part and a
+    learner part <= its own everywhere (pairwise, no shortcuts)."""
+    out = np.zeros(len(D), bool)
+    for i in range(len(D)):
+        for r in range(len(D)):
+            if r != i and np.array_equal(D[r, T:], D[i, T:]) and np.all(D[r, :T] <= D[i, :T]):
+                out[i] = True
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_minimal_rows_drop_exactly_the_implied_rows(seed):
+    """minimal_rows keeps every distinct row that no other row implies, drops the rest,
+    in first-seen order, whatever the chunking: pinned against a pairwise brute force on
+    real margin rows (2 and 3 classes) and on random small-valued rows with many ties,
+    with the comparison blocks forced small."""
+    ens, _dom, Xs, y0 = _setup(seed)
+    learners = list(ens.trees)
+    A = master.margin_rows(leaf_values(learners, Xs), y0)
+    rng = np.random.default_rng(seed)
+    T = 6
+    R = np.hstack([rng.integers(-2, 3, (300, T)) / 2.0, rng.choice([-1.0, 1.0], (300, 2))])
+    for M, t in ((A, len(learners)), (R, T)):
+        D = master.distinct_rows(M)
+        expect = D[~_implied_brute(D, t)]
+        got = master.minimal_rows(M, t)
+        assert np.array_equal(got, expect)  # same rows, same (first-seen) order
+        saved = master._DOMINANCE_CELLS
+        master._DOMINANCE_CELLS = 16 * t  # chunks of 16 rows: many blocks and chunks
+        try:
+            assert np.array_equal(master.minimal_rows(M, t), expect)
+        finally:
+            master._DOMINANCE_CELLS = saved
+    assert len(master.minimal_rows(A[:1], len(learners))) == 1
+    assert len(master.minimal_rows(A[:0], len(learners))) == 0
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_minimal_rows_keep_the_l0_problem(seed, n_classes):
+    """Dropping implied rows changes no feasible point with w >= 0: random nonnegative
+    weights and offsets near the L1 solution (some meeting every row, some not) meet the
+    minimal rows iff they meet every row, and the L0 optimum (big-M MILP and cover) is
+    the same, its solution meeting every row."""
+    from pace_cert.l0_cover import L0Cover
+
+    from .test_l0_cover import _rows
+
+    A, T = _rows(seed, n_classes)
+    M = master.minimal_rows(A, T)
+    assert len(M) < len(master.distinct_rows(A))  # something was implied
+    rng = np.random.default_rng(seed)
+    l1 = master.solve_l1(A, T)
+    base = np.r_[l1.weights, l1.offsets[1:]]
+    met = 0
+    for _ in range(3000):
+        x = base * rng.uniform(0.9, 3.0) * rng.uniform(0.8, 1.2, len(base))
+        both = bool(np.all(A @ x >= 1)), bool(np.all(M @ x >= 1))
+        assert both[0] == both[1]
+        met += both[0]
+    assert 0 < met < 3000  # both outcomes occurred
+    big_m = 10 * l1.objective
+    full, mini = (master.solve_l0(R, T, big_m) for R in (A, M))
+    assert full.optimal and mini.optimal and full.objective == mini.objective
+    assert master.meets_rows(A, mini)
+    cov_full, cov_min = (L0Cover(T, n_classes - 1, seed=seed).solve(R) for R in (A, M))
+    assert cov_full.objective == cov_min.objective == mini.objective
+    assert np.all(A @ np.r_[cov_min.weights, cov_min.offsets[1:]] >= 1 - 1e-7)
