@@ -445,13 +445,45 @@ class SeparationOracle:
             return self._grid_cache
         sizes = [len(c) for c in self._allowed_cells]
         self._grid_cache = None
+        self._grid_labels = None  # the labels on the whole product, shaped ``sizes``
         if float(np.prod([float(v) for v in sizes])) <= ENUM_LIMIT:
             reps = [self.domain.reps[f][c] for f, c in enumerate(self._allowed_cells)]
             grid = cell_product(reps)
             y0 = self.inside_labels(grid)
             inside = y0 >= 0
             self._grid_cache = (grid[inside], y0[inside])
+            self._grid_labels = y0.reshape(sizes)
         return self._grid_cache
+
+    def label_change_points(self) -> np.ndarray:
+        """On an enumerable domain: for every feature and every pair of consecutive
+        allowed cells of it where two grid points differing in that feature only are both
+        clearly inside the region and labelled differently by the original, the lower
+        point (float32 [m, n_features], one per such gap); empty otherwise. Candidates for
+        :func:`witness.find_witnesses`, which re-checks them with the exact region."""
+        F = self.domain.n_features
+        if self._grid() is None or self._grid_labels is None:
+            return np.empty((0, F), np.float32)
+        L = self._grid_labels
+        points: list[list[int]] = []
+        for f in range(F):
+            n = L.shape[f]
+            if n < 2:
+                continue
+            lo = (slice(None),) * f + (slice(0, n - 1),)
+            hi = (slice(None),) * f + (slice(1, n),)
+            a, b = L[lo], L[hi]  # views: the lower and upper point of each pair
+            change = np.moveaxis((a != b) & (a >= 0) & (b >= 0), f, 0)
+            rest = change.shape[1:]
+            change = change.reshape(n - 1, -1)
+            for i in np.flatnonzero(change.any(axis=1)):
+                j = np.unravel_index(int(np.argmax(change[i])), rest)
+                points.append([*j[:f], int(i), *j[f:]])
+        if not points:
+            return np.empty((0, F), np.float32)
+        idx = np.asarray(points, np.int64)
+        reps = [self.domain.reps[f][c] for f, c in enumerate(self._allowed_cells)]
+        return np.stack([np.asarray(reps[f], np.float32)[idx[:, f]] for f in range(F)], axis=1)
 
     def can_enumerate(self) -> bool:
         """Whether the domain is small enough for the enumeration pre-search."""

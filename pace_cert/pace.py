@@ -1241,7 +1241,10 @@ class Pace:
         if depth < 1 or len(self.X) == self._witness_rows:
             return
         before = len(self.witnesses)
-        new_rows, self._witness_rows = self.X[self._witness_rows :], len(self.X)
+        new_rows = self.X[self._witness_rows :]
+        if self._witness_rows == 0:  # the first look: every label change of a small domain
+            new_rows = np.vstack([self.oracle.label_change_points(), new_rows])
+        self._witness_rows = len(self.X)
         witness.find_witnesses(
             self.original,
             self.domain,

@@ -20,13 +20,16 @@ from pace_cert.runtime import labels, session
 from .helpers import small_problem
 
 
-def _problem(seed: int, family: str, depth: int, eta: float, n_classes: int = 2):
-    """(Pace, onnxruntime session of the original, every in-region cell representative)."""
+def _problem(
+    seed: int, family: str, depth: int, eta: float, n_classes: int = 2, rows: int | None = None
+):
+    """(Pace, onnxruntime session of the original, every in-region cell representative);
+    ``rows``: give Pace only the first that many training rows (the model sees all)."""
     X, y = small_problem(seed, n_features=3, n_classes=n_classes, n_rows=150)
     model = zoo.make_model(family, 12, depth, seed).fit(X, y)
     onx = zoo.export_onnx(model, 3)
     original = ensemble_from_model(onx)[0]
-    p = Pace(original, X, CompressConfig(mode="prune", eta=eta, seed=0))
+    p = Pace(original, X[:rows], CompressConfig(mode="prune", eta=eta, seed=0))
     reps = [p.domain.reps[i][p.domain.allowed(i)] for i in range(3)]
     grid = np.array(list(itertools.product(*reps)), np.float32)
     inside = region_mask(original, p.region.margin, None, grid, p.domain)
@@ -199,3 +202,28 @@ def test_a_bound_above_a_certified_size_is_an_internal_error(monkeypatch):
     monkeypatch.setattr(witness, "size_bound", lambda n_gaps, depth: 10**6)
     with pytest.raises(RuntimeError, match="internal error"):
         Pace(p.original, X, CompressConfig(mode="prune", seed=0)).run()
+
+
+def test_first_witness_search_covers_every_gap_of_a_small_domain():
+    """On an enumerable domain the first witness search also starts from
+    ``oracle.label_change_points()`` (one point per gap where the original's label
+    changes between clearly-inside grid points), so the run's witnesses are every gap
+    there is (brute force with onnxruntime), not only those next to a training row; at
+    least one case here has a gap no training row reaches."""
+    missed_by_rows = 0
+    for (seed, family, depth, eta), rows in itertools.product(CASES, (None, 6)):
+        p, so, cells = _problem(seed, family, depth, eta, rows=rows)
+        assert p.oracle.can_enumerate()
+        truth = _all_gaps(p, cells, so)
+        pts = p.oracle.label_change_points()
+        assert len(pts) <= len(truth)  # one point per gap it opens
+        from_rows = witness.find_witnesses(p.original, p.domain, p.X, _in_region(p))
+        missed_by_rows += len(from_rows) < len(truth)
+        p._witness_bound()
+        got = {
+            (w.feature, float(w.x[w.feature]), float(w.x_next[w.feature]))
+            for w in p.witnesses.values()
+        }
+        assert got == truth, (seed, family, depth, eta, rows)
+        assert p.witness_bound == witness.size_bound(len(truth), depth) or not truth
+    assert missed_by_rows >= 1
