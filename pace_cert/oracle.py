@@ -452,7 +452,7 @@ class SeparationOracle:
             y0 = self.inside_labels(grid)
             inside = y0 >= 0
             self._grid_cache = (grid[inside], y0[inside])
-            self._grid_labels = y0.reshape(sizes)
+            self._grid_labels, self._grid_reps = y0.reshape(sizes), reps
         return self._grid_cache
 
     def label_change_points(self) -> np.ndarray:
@@ -462,7 +462,7 @@ class SeparationOracle:
         point (float32 [m, n_features], one per such gap); empty otherwise. Candidates for
         :func:`witness.find_witnesses`, which re-checks them with the exact region."""
         F = self.domain.n_features
-        if self._grid() is None or self._grid_labels is None:
+        if self._grid() is None:
             return np.empty((0, F), np.float32)
         L = self._grid_labels
         points: list[list[int]] = []
@@ -482,7 +482,7 @@ class SeparationOracle:
         if not points:
             return np.empty((0, F), np.float32)
         idx = np.asarray(points, np.int64)
-        reps = [self.domain.reps[f][c] for f, c in enumerate(self._allowed_cells)]
+        reps = self._grid_reps
         return np.stack([np.asarray(reps[f], np.float32)[idx[:, f]] for f in range(F)], axis=1)
 
     def can_enumerate(self) -> bool:

@@ -132,18 +132,24 @@ def test_cover_skips_supports_the_caller_rejects(seed):
     assert int(again.objective) == brute and again.weights[banned] == 0
 
 
-def test_cover_drops_rejections_that_new_rows_make_usable():
-    """Rejections depend on the rows: when a later call's rows make a rejected support
-    usable, its no-good must not survive (the cover would no longer be a minimum)."""
+def _costly_rejection():
+    """(rows, learners, free solution, cover, its first solution, banned learner): the
+    cover solved once with ``usable`` rejecting every support that uses ``banned``, a
+    learner of the free optimum whose ban makes the optimum larger."""
     A, T = _rows(1, 3)
     free = L0Cover(T, 2, seed=1).solve(A)
-    for banned in np.flatnonzero(free.weights > 0):  # one whose ban costs a learner
+    for banned in np.flatnonzero(free.weights > 0):
         cover = L0Cover(T, 2, seed=1)
         first = cover.solve(A, usable=lambda s, b=banned: not s.weights[b] > 0)
         if first.optimal and first.objective > free.objective:
-            break
-    else:
-        raise AssertionError("no ban makes the optimum larger on these rows")
+            return A, T, free, cover, first, banned
+    raise AssertionError("no ban makes the optimum larger on these rows")
+
+
+def test_cover_drops_rejections_that_new_rows_make_usable():
+    """Rejections depend on the rows: when a later call's rows make a rejected support
+    usable, its no-good must not survive (the cover would no longer be a minimum)."""
+    A, _T, free, cover, first, banned = _costly_rejection()
     assert cover.stats.rejected >= 1 and first.weights[banned] == 0
     again = cover.solve(np.vstack([A, A[:1]]))  # new rows; everything usable now
     assert again.optimal and int(again.objective) == int(free.objective)
@@ -153,15 +159,7 @@ def test_cover_notices_changed_rows_of_the_same_count():
     """The driver passes ``master.minimal_rows``: a new row can replace one it implies,
     so the row count stays while the rows change. Rejections must be tested again then
     too (a count check would keep the no-good and return a larger support)."""
-    A, T = _rows(1, 3)
-    free = L0Cover(T, 2, seed=1).solve(A)
-    for banned in np.flatnonzero(free.weights > 0):
-        cover = L0Cover(T, 2, seed=1)
-        first = cover.solve(A, usable=lambda s, b=banned: not s.weights[b] > 0)
-        if first.optimal and first.objective > free.objective:
-            break
-    else:
-        raise AssertionError("no ban makes the optimum larger on these rows")
+    A, T, _free, cover, first, _banned = _costly_rejection()
     B = A.copy()
     B[-1, 0] -= 1e-9  # implies the old last row; same count, other rows
     again = cover.solve(B)  # everything usable now
