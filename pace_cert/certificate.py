@@ -158,8 +158,8 @@ class Summary(_Strict):
     phase: str = Field(
         description="phase whose model was kept: merge (the original, trees sharing every "
         "split merged, possibly without trees that split no witnessed gap), l1, l0, "
-        "l0-reweighted, boost, l0-enriched, refit, "
-        "synth, l0-enriched-reweighted or l1-generated"
+        "l0-grow, l0-reweighted, boost, l0-enriched, refit, synth, l0-enriched-grow, "
+        "l0-enriched-reweighted or l1-generated"
     )
     trees_before: int
     trees_after: int
@@ -179,7 +179,7 @@ class Summary(_Strict):
         "optimal on its samples (so no weighting of the pool with fewer learners meets "
         "those samples by a margin that float32 inference resolves) and the kept "
         "model has that many learners; false when an L0 problem was solved but that is "
-        "not established (time-limited solves, or a larger fallback: l1, l0-reweighted, "
+        "not established (time-limited solves, or a larger fallback: l1, l0-grow, l0-reweighted, "
         "boost); null when no L0 problem was solved. When a big-M MILP took part "
         "(l0_big_m not null), the proof may be the MILP's, which only rules out smaller "
         "weightings whose weights stay below l0_big_m"

@@ -78,6 +78,10 @@ class CompressConfig:
     pace_boost_share: float = 1.0  # pace: of the time left, for boosting a smaller support
     reweight_rounds: int = 8  # reweighted-L1 loops after an L0 loop that did not certify
     reweight_eps: float = 0.01  # c_t = 1 / (w_t + eps * max w)
+    fallback: str = "grow"  # anytime fallback of an L0 loop that did not certify in its
+    # share: grow (reweighted L1, then column growth from the L0 loop's last support)
+    # | reweight (reweighted L1 only)
+    grow_rho: float = 1e-3  # grow: a learner joins while the max normalised margin is below
     refit_size: int = 3  # pace: try supports of up to this many partitions, free leaves
     synth_size: int = 5  # pace: CP-SAT synthesis of up to this many trees (0: off)
     synth_seconds: float = 60.0  # per CP-SAT synthesis solve; under a time limit a stopped
@@ -646,15 +650,19 @@ class Pace:
     def prune_phase(
         self, learners: list[Tree], l1_value: float, warm: np.ndarray | None, name: str
     ) -> None:
-        """The L0 loop, with reweighted L1 as an anytime fallback; certified models
-        offered as ``name`` and ``name + "-reweighted"``.
+        """The L0 loop, with an anytime fallback; certified models offered as ``name``,
+        ``name + "-grow"`` and ``name + "-reweighted"``.
 
         Under a time limit, and when a certified model with more than one learner exists,
         the L0 loop first gets ``cfg.l0_share`` of the time left. On large domains it may
         not converge (every optimal support of the samples is falsified in turn); if it
         has not certified by then, reweighted L1 (:meth:`reweight_phase`, first costs
         from the last L0 candidate's support) turns part of the budget into certified,
-        smaller models, and stops once the support stops shrinking. The L0 loop then
+        smaller models, and stops once the support stops shrinking (quick, but often
+        little smaller than the L1 model). Then column growth from the last L0
+        candidate's support (:meth:`grow_phase`, unless ``cfg.fallback == "reweight"``)
+        adds learners until a max-margin weighting of them certifies, smaller than the
+        best model so far (slower, usually much smaller). The L0 loop then
         continues on the same master (its cuts, last support and samples kept) with the
         time still left, so a loop that converges slowly can still finish."""
         solve, last = self._l0_master(learners, l1_value, warm)
@@ -668,6 +676,12 @@ class Pace:
                 return
             guide = last["sol"].weights > 0 if "sol" in last else None
             self._offer(self.reweight_phase(self.best[0], learners, guide), name + "-reweighted")
+            if self.cfg.fallback == "grow" and guide is not None and guide.any():
+                size = self.best[0].model.n_trees - 1
+                if int(guide.sum()) <= size and not self._out_of_time():
+                    self._offer(
+                        self.grow_phase(learners, np.flatnonzero(guide), size), name + "-grow"
+                    )
         l0 = self.faithful_loop("l0", solve, learners)
         self._offer_l0(l0, name)
         self._l0_improve(l0, solve, last, learners, name)
@@ -756,6 +770,48 @@ class Pace:
             self.say(f"[l0-reweighted] certified {res.model.n_trees} learners")
             best = res
         return best
+
+    def grow_phase(self, learners: list[Tree], support: np.ndarray, max_size: int) -> PhaseResult:
+        """Column growth from ``support`` (the last, refuted L0 candidate): the faithful
+        loop on the max-margin LP (:func:`master.solve_max_margin`) restricted to a
+        growing set R of learners. While no weighting of R meets every sample with a
+        normalised margin of at least ``cfg.grow_rho``, the learner outside R whose
+        column the LP's duals price highest joins R (a column-generation step of the
+        max-margin LP over the pool), so R grows only as far as the samples force it.
+        Max-margin weights, not a vertex of the feasible cone, so each candidate tends to
+        hold near its samples too. Gives up (uncertified) once R would exceed
+        ``max_size`` learners (e.g. one fewer than the smallest certified model)."""
+        n = len(learners)
+        R = [int(t) for t in support]
+
+        class _TooLarge(Exception):
+            pass
+
+        def solve(A: np.ndarray) -> master.MasterSolution:
+            while len(R) <= max_size:
+                sub, scale = master.normalise_columns(np.hstack([A[:, R], A[:, n:]]), len(R))
+                mm = master.solve_max_margin(sub, len(R), seed=self.cfg.seed)
+                if mm.rho >= self.cfg.grow_rho:
+                    w = np.zeros(n)
+                    w[R] = mm.weights / scale / mm.rho  # every row meets >= 1
+                    return master.MasterSolution(
+                        w, mm.offsets / mm.rho, float(np.sum(w > 0)), None, False, "grown"
+                    )
+                gain = mm.duals @ master.normalise_columns(A, n)[0][:, :n] - mm.gamma
+                gain[R] = -np.inf
+                if not gain.max() > 0:  # R's margin is the whole pool's: no R is enough
+                    break
+                R.append(int(np.argmax(gain)))
+            raise _TooLarge
+
+        try:
+            res = self.faithful_loop("l0-grow", solve, learners)
+        except _TooLarge:
+            self.say(f"[l0-grow] no faithful weighting of at most {max_size} learners found")
+            return PhaseResult(None, [], 0, False)
+        if res.certified and res.model is not None:
+            self.say(f"[l0-grow] certified {res.model.n_trees} learners")
+        return res
 
     def _robust(
         self, A: np.ndarray, n_learners: int, sol: master.MasterSolution

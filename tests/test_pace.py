@@ -191,21 +191,66 @@ def test_reweighted_l1_shrinks_and_stays_faithful(tmp_path, fam, seed, eta, smal
     assert {h.phase for h in p.history} <= {"l1", "l0"}
 
 
-def test_prune_l0_loop_continues_after_the_reweighting_fallback(tmp_path):
+@pytest.mark.parametrize(
+    ("fam", "seed", "eta"), [("rf", 1, 0.0), ("rf", 2, 0.0), ("et", 2, 0.1), ("et", 5, 0.0)]
+)
+def test_grow_phase_certifies_a_model_from_an_insufficient_support(tmp_path, fam, seed, eta):
+    """Column growth from a single learner (never faithful on its own here): learners
+    join until the max-margin weights survive separation; the certified model keeps at
+    most ``max_size`` trees and, written to ONNX, gives the original's label on every
+    cell inside the region (onnxruntime on both files). With ``max_size`` below what the
+    samples need it gives up uncertified instead of returning a larger model."""
+    from pace_cert import runtime
+    from pace_cert.onnx_writer import ensemble_to_onnx
+    from pace_cert.pace import Pace
+
+    X, y = small_problem(seed, n_features=3, n_rows=200)
+    model = zoo.make_model(fam, 20 if fam == "rf" else 15, 2, seed).fit(X, y)
+    path = tmp_path / "model.onnx"
+    path.write_bytes(zoo.export_onnx(model, 3).SerializeToString())
+    original, info = read_ensemble(path)
+    p = Pace(original, X.astype(np.float32), CompressConfig(mode="prune", eta=eta, seed=0))
+    l1, _ = p.l1_phase(p.learners)
+    assert l1.certified and l1.model is not None
+    start = np.array([l1.keep[int(np.argmax(l1.weights))]])
+    none = p.grow_phase(p.learners, start, max_size=1)
+    assert not none.certified and none.model is None
+    res = p.grow_phase(p.learners, start, max_size=l1.model.n_trees)
+    assert res.certified and res.model is not None
+    assert 1 < res.model.n_trees <= l1.model.n_trees
+    grid, _ = p.oracle._grid()
+    assert len(grid) > 0
+    comp = runtime.session(ensemble_to_onnx(res.model, info).SerializeToString())
+    orig = runtime.session(path.read_bytes())
+    assert np.array_equal(runtime.labels(orig, grid), runtime.labels(comp, grid))
+
+
+@pytest.mark.parametrize(("fallback", "reweight_rounds"), [("grow", 0), ("reweight", 8)])
+def test_prune_l0_loop_continues_after_the_anytime_fallback(tmp_path, fallback, reweight_rounds):
     """With no time share for the first L0 loop (``l0_share=0``: one L0 solve) prune runs
-    the guided reweighting fallback, then continues the L0 loop, which still converges
-    to the same size as without a time limit (a certified L0 optimum on the samples is
-    the fewest learners any faithful weighting of the pool has); both certificates pass
-    ``verify --exhaustive``."""
+    the anytime fallback (guided reweighting; column growth from the L0 candidate,
+    which here runs alone: with reweighting, this problem's reweighted model is already
+    as small as the L0 candidate, so growth is skipped), then continues the L0 loop,
+    which still converges to the same size as without a time limit (a certified L0
+    optimum on the samples is the fewest learners any faithful weighting of the pool
+    has); both certificates pass ``verify --exhaustive``."""
     write_rf20_problem(tmp_path)
     sizes, said = {}, []
     for limit in (None, 120):
         out = tmp_path / f"out{limit}"
+        cfg = CompressConfig(
+            mode="prune",
+            time_limit=limit,
+            seed=0,
+            l0_share=0.0,
+            fallback=fallback,
+            reweight_rounds=reweight_rounds,
+        )
         res = run_compress(
             tmp_path / "model.onnx",
             tmp_path / "train.csv",
             out,
-            CompressConfig(mode="prune", time_limit=limit, seed=0, l0_share=0.0),
+            cfg,
             progress=said.append if limit else None,
         )
         assert res.exit_code == 0
@@ -214,7 +259,7 @@ def test_prune_l0_loop_continues_after_the_reweighting_fallback(tmp_path):
         assert summary.l0_optimal
         assert_verifies_exhaustively(tmp_path / "model.onnx", out)
     rounds = [m.split("]")[0] for m in said if " round " in m]
-    assert "[l0-reweighted" in rounds
+    assert ("[l0-grow" if fallback == "grow" else "[l0-reweighted") in rounds
     assert rounds[-1] == "[l0"  # the L0 loop continued after the fallback
     assert sizes[120] == sizes[None] < 9  # 9: the L1 support
 
