@@ -788,6 +788,7 @@ class Pace:
             pass
 
         def solve(A: np.ndarray) -> master.MasterSolution:
+            pool = None  # every learner's normalised column, once per call when needed
             while len(R) <= max_size:
                 sub, scale = master.normalise_columns(np.hstack([A[:, R], A[:, n:]]), len(R))
                 mm = master.solve_max_margin(sub, len(R), seed=self.cfg.seed)
@@ -797,7 +798,9 @@ class Pace:
                     return master.MasterSolution(
                         w, mm.offsets / mm.rho, float(np.sum(w > 0)), None, False, "grown"
                     )
-                gain = mm.duals @ master.normalise_columns(A, n)[0][:, :n] - mm.gamma
+                if pool is None:
+                    pool = master.normalise_columns(A, n)[0][:, :n]
+                gain = mm.duals @ pool - mm.gamma
                 gain[R] = -np.inf
                 if not gain.max() > 0:  # R's margin is the whole pool's: no R is enough
                     break
@@ -807,7 +810,10 @@ class Pace:
         try:
             res = self.faithful_loop("l0-grow", solve, learners)
         except _TooLarge:
-            self.say(f"[l0-grow] no faithful weighting of at most {max_size} learners found")
+            self.say(
+                f"[l0-grow] no weighting of at most {max_size} learners meets the samples "
+                f"with a normalised margin of {self.cfg.grow_rho:g}"
+            )
             return PhaseResult(None, [], 0, False)
         if res.certified and res.model is not None:
             self.say(f"[l0-grow] certified {res.model.n_trees} learners")
