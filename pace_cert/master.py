@@ -265,19 +265,31 @@ def max_margin_on_support(
     when no weighting of the support meets every row. Same support as the L0 solution,
     but weights in the middle of the feasible cone rather than at a vertex of it, so the
     candidate tends to hold on nearby inputs too (fewer separation rounds)."""
-    support = np.asarray(support, np.int64)
-    sub, scale = normalise_columns(np.hstack([A[:, support], A[:, n_learners:]]), len(support))
     try:
-        sol = solve_max_margin(sub, len(support), seed=seed)
+        mm, sol = margin_on_support(A, n_learners, support, seed=seed)
     except RuntimeError:
         return None
-    if sol.rho <= 1e-9:
-        return None
+    return sol if mm.rho > 1e-9 else None
+
+
+def margin_on_support(
+    A: np.ndarray, n_learners: int, support: np.ndarray, *, seed: int = 0
+) -> tuple[MarginSolution, MasterSolution]:
+    """:func:`solve_max_margin` on the columns of ``support`` (normalised), and its
+    weights as a master solution over all learners, rescaled by 1 / rho so every row
+    meets >= 1 (meaningful only when rho > 0). The margin solution's duals price the
+    columns outside the support (``Pace.grow_phase``). Raises RuntimeError as
+    :func:`solve_max_margin` does."""
+    support = np.asarray(support, np.int64)
+    sub, scale = normalise_columns(np.hstack([A[:, support], A[:, n_learners:]]), len(support))
+    mm = solve_max_margin(sub, len(support), seed=seed)
+    rho = mm.rho if mm.rho > 0 else 1.0
     w = np.zeros(n_learners)
-    w[support] = sol.weights / scale / sol.rho
-    return MasterSolution(
-        w, sol.offsets / sol.rho, float(np.sum(w > 0)), None, True, "max-margin weights"
+    w[support] = mm.weights / scale / rho
+    sol = MasterSolution(
+        w, mm.offsets / rho, float(np.sum(w > 0)), None, True, "max-margin weights"
     )
+    return mm, sol
 
 
 def solve_on_support(

@@ -790,14 +790,9 @@ class Pace:
         def solve(A: np.ndarray) -> master.MasterSolution:
             pool = None  # every learner's normalised column, once per call when needed
             while len(R) <= max_size:
-                sub, scale = master.normalise_columns(np.hstack([A[:, R], A[:, n:]]), len(R))
-                mm = master.solve_max_margin(sub, len(R), seed=self.cfg.seed)
+                mm, sol = master.margin_on_support(A, n, np.array(R), seed=self.cfg.seed)
                 if mm.rho >= self.cfg.grow_rho:
-                    w = np.zeros(n)
-                    w[R] = mm.weights / scale / mm.rho  # every row meets >= 1
-                    return master.MasterSolution(
-                        w, mm.offsets / mm.rho, float(np.sum(w > 0)), None, False, "grown"
-                    )
+                    return dataclasses.replace(sol, optimal=False, status="grown")
                 if pool is None:
                     pool = master.normalise_columns(A, n)[0][:, :n]
                 gain = mm.duals @ pool - mm.gamma

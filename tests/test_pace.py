@@ -162,14 +162,10 @@ def test_prune_with_each_l0_solver_verifies(runs, milp, tmp_path):
     assert_verifies_exhaustively(root / "model.onnx", out)
 
 
-@pytest.mark.parametrize(("fam", "seed", "eta", "smaller"), [("rf", 1, 0.0, 7), ("et", 2, 0.1, 2)])
-def test_reweighted_l1_shrinks_and_stays_faithful(tmp_path, fam, seed, eta, smaller):
-    """The reweighted-L1 fallback (run when an L0 loop runs out of time) returns a
-    certified model strictly smaller than the L1 one here (rf: 9 -> 7 trees, et: 4 -> 2),
-    and that model, written to ONNX, gives the original's label on every cell inside
-    the region (onnxruntime on both files). Its samples are recorded as L0 samples."""
-    from pace_cert import runtime
-    from pace_cert.onnx_writer import ensemble_to_onnx
+def _certified_l1(tmp_path, fam: str, seed: int, eta: float):
+    """A prune-mode ``Pace`` on a small 3-feature problem (RF 20 or extra-trees 15,
+    depth 2, written to ``tmp_path/model.onnx``) after its certified L1 loop: the driver,
+    the L1 result, the ONNX path and its writer info."""
     from pace_cert.pace import Pace
 
     X, y = small_problem(seed, n_features=3, n_rows=200)
@@ -180,14 +176,33 @@ def test_reweighted_l1_shrinks_and_stays_faithful(tmp_path, fam, seed, eta, smal
     p = Pace(original, X.astype(np.float32), CompressConfig(mode="prune", eta=eta, seed=0))
     l1, _ = p.l1_phase(p.learners)
     assert l1.certified and l1.model is not None
+    return p, l1, path, info
+
+
+def assert_agrees_on_every_cell(p, model, info, path) -> None:
+    """``model``, written to ONNX, gives the original's (``path``) label on every
+    allowed cell clearly inside the region of ``p``'s oracle (onnxruntime on both)."""
+    from pace_cert import runtime
+    from pace_cert.onnx_writer import ensemble_to_onnx
+
+    grid, _ = p.oracle._grid()
+    assert len(grid) > 0
+    comp = runtime.session(ensemble_to_onnx(model, info).SerializeToString())
+    orig = runtime.session(path.read_bytes())
+    assert np.array_equal(runtime.labels(orig, grid), runtime.labels(comp, grid))
+
+
+@pytest.mark.parametrize(("fam", "seed", "eta", "smaller"), [("rf", 1, 0.0, 7), ("et", 2, 0.1, 2)])
+def test_reweighted_l1_shrinks_and_stays_faithful(tmp_path, fam, seed, eta, smaller):
+    """The reweighted-L1 fallback (run when an L0 loop runs out of time) returns a
+    certified model strictly smaller than the L1 one here (rf: 9 -> 7 trees, et: 4 -> 2),
+    and that model, written to ONNX, gives the original's label on every cell inside
+    the region (onnxruntime on both files). Its samples are recorded as L0 samples."""
+    p, l1, path, info = _certified_l1(tmp_path, fam, seed, eta)
     res = p.reweight_phase(l1, p.learners)
     assert res.certified and res.model is not None
     assert res.model.n_trees == smaller < l1.model.n_trees
-    grid, _ = p.oracle._grid()  # every allowed cell clearly inside the region
-    assert len(grid) > 0
-    comp = runtime.session(ensemble_to_onnx(res.model, info).SerializeToString())
-    orig = runtime.session(path.read_bytes())
-    assert np.array_equal(runtime.labels(orig, grid), runtime.labels(comp, grid))
+    assert_agrees_on_every_cell(p, res.model, info, path)
     assert {h.phase for h in p.history} <= {"l1", "l0"}
 
 
@@ -200,29 +215,14 @@ def test_grow_phase_certifies_a_model_from_an_insufficient_support(tmp_path, fam
     most ``max_size`` trees and, written to ONNX, gives the original's label on every
     cell inside the region (onnxruntime on both files). With ``max_size`` below what the
     samples need it gives up uncertified instead of returning a larger model."""
-    from pace_cert import runtime
-    from pace_cert.onnx_writer import ensemble_to_onnx
-    from pace_cert.pace import Pace
-
-    X, y = small_problem(seed, n_features=3, n_rows=200)
-    model = zoo.make_model(fam, 20 if fam == "rf" else 15, 2, seed).fit(X, y)
-    path = tmp_path / "model.onnx"
-    path.write_bytes(zoo.export_onnx(model, 3).SerializeToString())
-    original, info = read_ensemble(path)
-    p = Pace(original, X.astype(np.float32), CompressConfig(mode="prune", eta=eta, seed=0))
-    l1, _ = p.l1_phase(p.learners)
-    assert l1.certified and l1.model is not None
+    p, l1, path, info = _certified_l1(tmp_path, fam, seed, eta)
     start = np.array([l1.keep[int(np.argmax(l1.weights))]])
     none = p.grow_phase(p.learners, start, max_size=1)
     assert not none.certified and none.model is None
     res = p.grow_phase(p.learners, start, max_size=l1.model.n_trees)
     assert res.certified and res.model is not None
     assert 1 < res.model.n_trees <= l1.model.n_trees
-    grid, _ = p.oracle._grid()
-    assert len(grid) > 0
-    comp = runtime.session(ensemble_to_onnx(res.model, info).SerializeToString())
-    orig = runtime.session(path.read_bytes())
-    assert np.array_equal(runtime.labels(orig, grid), runtime.labels(comp, grid))
+    assert_agrees_on_every_cell(p, res.model, info, path)
 
 
 @pytest.mark.parametrize(("fallback", "reweight_rounds"), [("grow", 0), ("reweight", 8)])
