@@ -6,8 +6,9 @@ returned model comes from the fallback that follows it. This runs prune (random
 forests, depth 2, eta = delta = 0.1, the harness's preprocessing) with
 ``CompressConfig.fallback`` = ``reweight`` (reweighted L1 only) beside ``grow``
 (reweighted L1, then column growth from the L0 loop's last support,
-``Pace.grow_phase``), alternating per case in one process, and reports the size of the
-returned certified model, the phase that produced it and the wall time.
+``Pace.grow_phase``), or other ``--variant``s (CompressConfig overrides), rotating their
+order per case in one process, and reports the size of the returned certified model,
+the phase that produced it and the wall time.
 
     python benchmarks/anytime_fallback.py --time-limit 100 --seeds 0,1,2 \\
         --case cancer:25 --case seeds:25 --case diabetes:50 \\
@@ -34,7 +35,19 @@ import harness
 
 from pace_cert.pace import CompressConfig, compress
 
-FALLBACKS = ("reweight", "grow")
+DEFAULT_VARIANTS = ("reweight:fallback=reweight", "grow:fallback=grow")
+
+
+def parse_variant(text: str) -> tuple[str, dict]:
+    """``NAME:key=value,key=value`` -> (NAME, CompressConfig overrides); values are
+    converted to the type of the field's default."""
+    name, _, spec = text.partition(":")
+    over: dict = {}
+    for item in filter(None, spec.split(",")):
+        key, _, value = item.partition("=")
+        default = getattr(CompressConfig, key)  # AttributeError names an unknown field
+        over[key] = value if isinstance(default, str) else type(default)(value)
+    return name, over
 
 
 @dataclass
@@ -42,29 +55,31 @@ class Row:
     dataset: str
     n: int
     seed: int
-    fallback: str
+    variant: str
     size: int | None
     phase: str
     bound: int | None
     seconds: float
 
 
-def run_case(dataset: str, n: int, seed: int, fallback: str, time_limit: float) -> Row:
+def run_case(dataset: str, n: int, seed: int, variant: tuple[str, dict], time_limit: float) -> Row:
     prep = harness.prepare(harness.Config(dataset, "rf", n, 2, "prune", 0.1, 0.1, seed))
     cc = CompressConfig(
         mode="prune", eta=0.1, delta=0.1, seed=0, threads=2, time_limit=time_limit,
-        fallback=fallback,
+        **variant[1],
     )  # fmt: skip
     t0 = time.perf_counter()
     res = compress(prep.original, prep.X_train, cc, None)
     seconds = time.perf_counter() - t0
     size = res.compressed.n_trees if res.certified and res.compressed is not None else None
-    return Row(dataset, n, seed, fallback, size, res.phase, res.size_bound, seconds)
+    return Row(dataset, n, seed, variant[0], size, res.phase, res.size_bound, seconds)
 
 
-def report(rows: list[Row], args: argparse.Namespace, started: str, rev: str) -> str:
+def report(
+    rows: list[Row], names: list[str], args: argparse.Namespace, started: str, rev: str
+) -> str:
     cases = sorted({(r.dataset, r.n, r.seed) for r in rows}, key=lambda c: (c[0], c[1], c[2]))
-    by = {(r.dataset, r.n, r.seed, r.fallback): r for r in rows}
+    by = {(r.dataset, r.n, r.seed, r.variant): r for r in rows}
 
     def cell(r: Row | None) -> str:
         if r is None:
@@ -72,38 +87,43 @@ def report(rows: list[Row], args: argparse.Namespace, started: str, rev: str) ->
         size = "not certified" if r.size is None else str(r.size)
         return f"{size} ({r.phase}; {r.seconds:.0f} s)"
 
+    variants = "; ".join(f"`{v}`" for v in args.variant or DEFAULT_VARIANTS)
     lines = [
         "# Anytime fallback after an unconverged L0 loop (`anytime_fallback.py`)",
         "",
         f"- command: `python benchmarks/anytime_fallback.py {' '.join(sys.argv[1:])}`",
         f"- date (UTC): {started} (pace_cert {rev})",
         f"- prune, random forests depth 2, eta = delta = 0.1; {args.time_limit:g} s per run, "
-        "2 threads; fallbacks alternate per case",
+        "2 threads; variants (name:CompressConfig overrides) in rotating order per case: "
+        + variants,
         "",
         "Each cell: S (trees of the returned certified model), the phase that produced it, "
         "wall seconds. Phases: l1 (the L1 model), l0 (the L0 loop converged), "
         "l0-reweighted, l0-grow.",
         "",
-        "| dataset | n | model seed | " + " | ".join(FALLBACKS) + " |",
-        "|---|---|---|" + "---|" * len(FALLBACKS),
+        "| dataset | n | model seed | " + " | ".join(names) + " |",
+        "|---|---|---|" + "---|" * len(names),
     ]
     for ds, n, seed in cases:
-        cells = [cell(by.get((ds, n, seed, f))) for f in FALLBACKS]
+        cells = [cell(by.get((ds, n, seed, v))) for v in names]
         lines.append(f"| {ds} | {n} | {seed} | " + " | ".join(cells) + " |")
     lines.append("")
-    for f in FALLBACKS:
-        sizes = [r.size for r in rows if r.fallback == f and r.size is not None]
-        if sizes:
-            lines.append(f"- {f}: mean S {statistics.mean(sizes):.1f} over {len(sizes)} runs")
     big = 10**9  # an uncertified run counts as larger than any certified one
-    pairs = [
-        (by[(*c, "grow")].size or big, by[(*c, "reweight")].size or big)
-        for c in cases
-        if all((*c, f) in by for f in FALLBACKS)
-    ]
-    wins = sum(g < r for g, r in pairs)
-    losses = sum(g > r for g, r in pairs)
-    lines.append(f"- grow smaller on {wins} cases, larger on {losses}, of {len(pairs)}")
+    for v in names:
+        sizes = [r.size for r in rows if r.variant == v and r.size is not None]
+        if sizes:
+            lines.append(f"- {v}: mean S {statistics.mean(sizes):.1f} over {len(sizes)} runs")
+    for v in names[1:]:
+        pairs = [
+            (by[(*c, v)].size or big, by[(*c, names[0])].size or big)
+            for c in cases
+            if (*c, v) in by and (*c, names[0]) in by
+        ]
+        wins = sum(a < b for a, b in pairs)
+        losses = sum(a > b for a, b in pairs)
+        lines.append(
+            f"- {v} smaller than {names[0]} on {wins} cases, larger on {losses}, of {len(pairs)}"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -115,6 +135,11 @@ def main() -> None:
         "--case", action="append", default=[], help="DATASET:N (repeatable; default: "
         "cancer:25, seeds:25, diabetes:50)",
     )  # fmt: skip
+    ap.add_argument(
+        "--variant", action="append", default=[], help="NAME:key=value,... CompressConfig "
+        "overrides (repeatable; the first is the baseline; default: "
+        + " and ".join(DEFAULT_VARIANTS) + ")",
+    )  # fmt: skip
     ap.add_argument("--out", type=Path, default=None, help="Markdown report (default: stdout)")
     args = ap.parse_args()
     cases = [(c.split(":")[0], int(c.split(":")[1])) for c in args.case] or [
@@ -122,20 +147,26 @@ def main() -> None:
         ("seeds", 25),
         ("diabetes", 50),
     ]
+    variants = [parse_variant(v) for v in args.variant or DEFAULT_VARIANTS]
+    names = [v[0] for v in variants]
     seeds = [int(s) for s in args.seeds.split(",")]
     rev = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
     ).stdout.strip()
     started = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
     rows: list[Row] = []
+    k = 0
     for seed in seeds:
         for ds, n in cases:
-            order = FALLBACKS if (seed + n) % 2 == 0 else FALLBACKS[::-1]
-            for f in order:
-                r = run_case(ds, n, seed, f, args.time_limit)
-                print(f"{ds} n{n} s{seed} {f}: {r.size} ({r.phase}, {r.seconds:.0f} s)", flush=True)
+            order = variants[k % len(variants) :] + variants[: k % len(variants)]
+            k += 1
+            for v in order:
+                r = run_case(ds, n, seed, v, args.time_limit)
+                print(
+                    f"{ds} n{n} s{seed} {v[0]}: {r.size} ({r.phase}, {r.seconds:.0f} s)", flush=True
+                )
                 rows.append(r)
-                text = report(rows, args, started, rev)
+                text = report(rows, names, args, started, rev)
                 if args.out is not None:
                     args.out.write_text(text)
     if args.out is None:

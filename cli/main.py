@@ -138,18 +138,15 @@ def compress(
     def body() -> int:
         from pace_cert.app import run_compress
         from pace_cert.certificate import bound_line
-        from pace_cert.pace import CompressConfig
+        from pace_cert.pace import CHOICES, CompressConfig
 
-        if bounds not in ("none", "data"):
-            raise InputError(None, f"--bounds must be none or data, got {bounds!r}")
-        if binary not in ("infer", "none"):
-            raise InputError(None, f"--binary must be infer or none, got {binary!r}")
-        if integer not in ("infer", "none"):
-            raise InputError(None, f"--integer must be infer or none, got {integer!r}")
+        flags = {"bounds": bounds, "binary": binary, "integer": integer, "milp": milp}
+        for flag, value in flags.items():
+            if value not in CHOICES[flag]:
+                allowed = ", ".join(CHOICES[flag])
+                raise InputError(None, f"--{flag} must be one of {allowed}, got {value!r}")
         if iforest_trees < 1 or iforest_samples < 0:
             raise InputError(None, "--iforest-trees must be >= 1 and --iforest-samples >= 0")
-        if milp not in ("cover", "auto", "highs", "gurobi"):
-            raise InputError(None, f"--milp must be cover, auto, highs or gurobi, got {milp!r}")
         cfg = CompressConfig(
             mode=mode,
             eta=eta,

@@ -93,6 +93,23 @@ class CompressConfig:
     synth_threads: int = 1  # CP-SAT workers per synthesis solve (0: ``threads``); one
     # worker proved the long k = 3 bounds 1.2-1.3x faster than two (benchmarks/README.md)
 
+    def __post_init__(self) -> None:
+        """A misspelt choice (``CHOICES``) fails loudly instead of silently selecting
+        another setting; the CLI checks its flags against the same lists first."""
+        for name, allowed in CHOICES.items():
+            value = getattr(self, name)
+            if value not in allowed:
+                raise ValueError(f"CompressConfig.{name} must be one of {allowed}, got {value!r}")
+
+
+CHOICES = {
+    "milp": ("auto", "cover", "highs", "gurobi"),
+    "fallback": ("grow", "reweight"),
+    "binary": ("infer", "none"),
+    "bounds": ("none", "data"),
+    "integer": ("infer", "none"),
+}
+
 
 @dataclass
 class HistoryEntry:

@@ -257,6 +257,7 @@ def test_compress_rejects_unknown_target_option(tmp_path, seeds):
         (("--time-limit", "0"), ("--time-limit",)),
         (("--bounds", "box"), ("--bounds",)),
         (("--binary", "all"), ("--binary",)),
+        (("--integer", "all"), ("--integer", "infer")),
         (("--milp", "cplex"), ("--milp", "cover")),
     ],
     ids=lambda v: " ".join(v) if isinstance(v, tuple) and v[0].startswith("--") else "",

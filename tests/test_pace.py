@@ -206,6 +206,14 @@ def test_reweighted_l1_shrinks_and_stays_faithful(tmp_path, fam, seed, eta, smal
     assert {h.phase for h in p.history} <= {"l1", "l0"}
 
 
+@pytest.mark.parametrize("field", ["fallback", "milp", "bounds"])
+def test_config_rejects_a_misspelt_choice(field):
+    """Library callers set knobs without the CLI's checks: a typo must not silently
+    run another setting (e.g. fallback="grwo" used to behave as "reweight")."""
+    with pytest.raises(ValueError, match=field):
+        CompressConfig(**{field: "grwo"})
+
+
 @pytest.mark.parametrize(
     ("fam", "seed", "eta"), [("rf", 1, 0.0), ("rf", 2, 0.0), ("et", 2, 0.1), ("et", 5, 0.0)]
 )
