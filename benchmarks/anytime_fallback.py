@@ -40,13 +40,21 @@ DEFAULT_VARIANTS = ("reweight:fallback=reweight", "grow:fallback=grow")
 
 def parse_variant(text: str) -> tuple[str, dict]:
     """``NAME:key=value,key=value`` -> (NAME, CompressConfig overrides); values are
-    converted to the type of the field's default."""
+    converted to the type of the field's default (bools from true/false, a None
+    default such as ``time_limit`` as a float)."""
     name, _, spec = text.partition(":")
     over: dict = {}
     for item in filter(None, spec.split(",")):
         key, _, value = item.partition("=")
         default = getattr(CompressConfig, key)  # AttributeError names an unknown field
-        over[key] = value if isinstance(default, str) else type(default)(value)
+        if isinstance(default, bool):  # bool("false") would be True
+            if value.lower() not in ("true", "false"):
+                raise ValueError(f"{key} takes true or false, got {value!r}")
+            over[key] = value.lower() == "true"
+        elif isinstance(default, str):
+            over[key] = value
+        else:
+            over[key] = float(value) if default is None else type(default)(value)
     return name, over
 
 
