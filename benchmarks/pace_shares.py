@@ -51,6 +51,7 @@ class Row:
     stop: str
     bound: int | None
     seconds: float
+    new: int = 0  # trees of the returned model that are not (merged) original trees
 
 
 def run_case(dataset: str, n: int, s: Setting, time_limit: float) -> Row:
@@ -64,6 +65,7 @@ def run_case(dataset: str, n: int, s: Setting, time_limit: float) -> Row:
     return Row(
         dataset, n, s, res.compressed.n_trees, res.certified, res.phase,
         res.generation_stop, res.size_bound, time.perf_counter() - t0,
+        sum(not trees for trees in res.original_trees) if res.certified else 0,
     )  # fmt: skip
 
 
@@ -75,7 +77,8 @@ def render(rows: list[Row], settings: list[Setting], command: str, limit: float)
         f"- date (UTC): {harness._now()}",
         f"- random forests, depth 2, eta = delta = 0.1, seed 0; {limit:g} s per run, 2 threads",
         "",
-        "Each cell: S (trees of the returned certified model), the phase that produced it, "
+        "Each cell: S (trees of the returned certified model; `k new`: k of them generated), "
+        "the phase that produced it, "
         "generation_stop, the proved size lower bound, and wall seconds.",
         "",
     ]
@@ -90,6 +93,7 @@ def render(rows: list[Row], settings: list[Setting], command: str, limit: float)
                 cells.append("—")
                 continue
             size = str(r.size) if r.certified else f"{r.size} (uncertified)"
+            size += f", {r.new} new" if r.new else ""
             bound = "no bound" if r.bound is None else f"bound {r.bound}"
             cells.append(f"{size} ({r.phase}; {r.stop}; {bound}; {r.seconds:.0f} s)")
         lines.append(f"| {ds} | {n} | " + " | ".join(cells) + " |")
@@ -116,6 +120,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, default=Path("benchmarks/results/pace_shares.md"))
     args = ap.parse_args(argv)
     settings = args.setting or [Setting(1, 1, 1), Setting(0.3, 1, 0.4)]
+    command = "python benchmarks/pace_shares.py " + " ".join(sys.argv[1:] if argv is None else argv)
     rows = []
     for ds in args.dataset or DATASETS:
         for n in args.n or (25, 50, 100):
@@ -123,8 +128,8 @@ def main(argv: list[str] | None = None) -> None:
                 rows.append(run_case(ds, n, s, args.time_limit))
                 r = rows[-1]
                 print(f"{ds} n={n} {s.label}: S {r.size} ({r.phase}, {r.seconds:.0f} s)")
-    command = "python benchmarks/pace_shares.py " + " ".join(sys.argv[1:] if argv is None else argv)
-    args.out.write_text(render(rows, settings, command.strip(), args.time_limit))
+                # after every run: a long sweep stopped part-way keeps what it measured
+                args.out.write_text(render(rows, settings, command.strip(), args.time_limit))
     print(f"wrote {args.out}")
 
 
