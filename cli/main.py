@@ -180,7 +180,7 @@ def compress(
                 f"({s.leaves_before} -> {s.leaves_after} leaves, {s.new_learner_share:.0%} new), "
                 f"fidelity {s.fidelity:.4f} on the data, {s.seconds:.1f}s\n"
                 + bound_line(s, res.certificate.original.max_depth)
-                + f"domain: {_domain_line(res.certificate.region.domain)}\n"
+                + f"domain: {_domain_line(res.certificate.region.domain, 'the training min/max')}\n"
                 f"wrote {res.out_dir / 'compressed.onnx'} and {res.out_dir / 'certificate.json'}"
             )
         return res.exit_code
@@ -188,15 +188,25 @@ def compress(
     _run(body, debug)
 
 
-def _domain_line(dom: dict) -> str:
-    """One line saying which inputs the certificate covers."""
+def _domain_line(dom: dict, box: str) -> str:
+    """One line saying which inputs the certificate covers (``box``: what the bounds
+    are, when there are any)."""
     n = len(dom.get("cells_per_feature", []))
     nb, ni = len(dom.get("binary_features", [])), len(dom.get("integer_features", []))
     parts = [f"{nb} binary ({{0,1}})"] if nb else []
     parts += [f"{ni} integer-valued"] if ni else []
     parts += [f"{n - nb - ni} any float32"] if n - nb - ni else []
-    box = " within the training min/max" if dom.get("bounds") else ""
-    return f"{n} features: " + ", ".join(parts) + box + " (NaN excluded)"
+    within = f" within {box}" if dom.get("bounds") else ""
+    return f"{n} features: " + ", ".join(parts) + within + " (NaN excluded)"
+
+
+def _region_line(reg: dict) -> str:
+    """One line stating the region the proof covers, as verify rebuilt it."""
+    eta = f"eta {reg['eta']:g}, {reg['eta_units']}"
+    conf = f"original's margin > {reg['margin_threshold']:.6g} ({eta})"
+    if reg["delta_abs"] is None:
+        return conf + "; no plausibility bound (delta 0)"
+    return conf + f"; plausibility A(x) >= {reg['delta_abs']:.6g} (delta {reg['delta']:g})"
 
 
 @app.command()
@@ -235,7 +245,19 @@ def verify(
         else:
             typer.echo(f"{rep.status}: {rep.message}")
             if rep.domain is not None:
-                typer.echo(f"domain: {_domain_line(rep.domain)}")
+                box = "the bounds the certificate states (--data counts rows outside them)"
+                typer.echo(f"domain: {_domain_line(rep.domain, box)}")
+            if rep.region is not None:
+                typer.echo(f"region: {_region_line(rep.region)}")
+            if rep.data_rows is not None:
+                typer.echo(
+                    f"data: {rep.data_rows} rows replayed, {rep.data_inside} inside the region"
+                    + (
+                        f"; {rep.data_outside_domain} outside the certified domain, not covered"
+                        if rep.data_outside_domain
+                        else ""
+                    )
+                )
             if rep.witnesses_checked:
                 typer.echo(
                     f"size lower bound: {rep.witnesses_checked} boundary witnesses re-checked "

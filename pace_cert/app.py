@@ -40,6 +40,7 @@ from .onnx_reader import load_onnx, read_ensemble
 from .onnx_writer import ensemble_to_onnx, write_atomic
 from .oracle import CPSAT_PARAMS, MAX_ATTEMPTS
 from .pace import CompressConfig, CompressResult, Progress, compress
+from .runtime import loadable_session
 from .scaling import BITS
 
 MODES = ("pace", "prune", "generate")
@@ -66,7 +67,7 @@ def validate_config(cfg: CompressConfig, ensemble_kind: str) -> None:
         raise InputError(None, f"--delta must be in [0, 1], got {cfg.delta}")
     if cfg.threads < 1:
         raise InputError(None, f"--threads must be >= 1, got {cfg.threads}")
-    if cfg.time_limit is not None and cfg.time_limit <= 0:
+    if cfg.time_limit is not None and not cfg.time_limit > 0:  # NaN too
         raise InputError(None, f"--time-limit must be > 0, got {cfg.time_limit}")
 
 
@@ -93,6 +94,7 @@ def run_compress(
 ) -> CompressOutcome:
     original_bytes = _read_bytes(model_path)
     ensemble, info = read_ensemble(model_path)
+    loadable_session(original_bytes, model_path)  # the certificate is about its labels
     validate_config(cfg, ensemble.kind)
     data = read_csv(data_path, ensemble.classes, ensemble.n_features, target)
     if cfg.delta > 0 and len(data.X) < 2:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import onnxruntime as ort
+
+from .errors import InputError
 
 
 def session(model: bytes) -> ort.InferenceSession:
@@ -13,6 +17,18 @@ def session(model: bytes) -> ort.InferenceSession:
     so.inter_op_num_threads = 1
     so.log_severity_level = 3
     return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+
+
+def loadable_session(model: bytes, path: str | Path) -> ort.InferenceSession:
+    """``session(model)``, or InputError naming ``path`` when onnxruntime cannot load
+    the model: certificates speak about onnxruntime's labels, so such a file is bad
+    input (checked before any solving)."""
+    try:
+        return session(model)
+    except Exception as e:  # onnxruntime raises several exception types for bad graphs
+        text = str(e).strip()
+        msg = text.splitlines()[0] if text else type(e).__name__
+        raise InputError(path, f"onnxruntime cannot load the model ({msg})") from None
 
 
 def labels(sess: ort.InferenceSession, X: np.ndarray, batch: int = 65536) -> np.ndarray:

@@ -19,6 +19,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from .certificate import Certificate, label
+from .claims import claim_problems, domain_arrays, structural_problems
 from .domain import build_domain
 from .errors import InputError
 from .merge import structure_key
@@ -26,7 +27,7 @@ from .onnx_reader import ensemble_from_model, load_onnx
 from .oracle import RegionSpec, ScoreModel, SeparationOracle
 from .pace import region_margin, required_margin
 from .region import region_mask
-from .runtime import labels, session
+from .runtime import labels, loadable_session
 from .witness import Witness, check_witnesses
 from .witness import size_bound as witness_size_bound
 
@@ -42,7 +43,11 @@ class VerifyReport:
     counterexample: dict | None = None
     replayed: int = 0
     exhaustive_cells: int | None = None
-    domain: dict | None = None  # the certificate's stated input domain (what was proved)
+    domain: dict | None = None  # the input domain proved over (stated bounds, features)
+    region: dict | None = None  # eta, delta and the thresholds rebuilt from the models
+    data_rows: int | None = None  # --data: rows replayed
+    data_inside: int | None = None  # of them inside the region (domain included)
+    data_outside_domain: int | None = None  # of them outside the stated domain (not covered)
     witnesses_checked: int | None = None  # boundary witnesses re-checked (size lower bound)
     witness_bound: int | None = None  # the bound they give: fewer trees cannot be faithful
     merged_trees_checked: int | None = None  # original trees named by learners, re-checked
@@ -57,6 +62,10 @@ class VerifyReport:
             "replayed_points": self.replayed,
             "exhaustive_cells": self.exhaustive_cells,
             "domain": self.domain,
+            "region": self.region,
+            "data_rows": self.data_rows,
+            "data_inside_region": self.data_inside,
+            "data_outside_domain": self.data_outside_domain,
             "witnesses_checked": self.witnesses_checked,
             "witness_bound": self.witness_bound,
             "merged_trees_checked": self.merged_trees_checked,
@@ -82,15 +91,17 @@ def load_certificate(path: Path) -> Certificate:
         raise InputError(path, f"not a valid certificate ({where}: {first['msg']})") from None
 
 
-def _plausibility(cert: Certificate, comp_path: Path):
+def _plausibility(cert: Certificate, cert_path: Path, comp_path: Path):
     reg = cert.region
     if reg.delta <= 0:
         return None
     if reg.plausibility is None:
-        raise InputError(None, "certificate has delta > 0 but names no plausibility artifact")
+        raise InputError(cert_path, "delta > 0 but names no plausibility artifact")
     name = reg.plausibility.path
     if Path(name).name != name or name in ("", ".", ".."):
-        raise InputError(None, f"plausibility artifact must be a plain file name, got {name!r}")
+        raise InputError(
+            cert_path, f"plausibility artifact must be a plain file name, got {name!r}"
+        )
     p = comp_path.parent / name
     try:
         blob = p.read_bytes()
@@ -111,6 +122,13 @@ def _plausibility(cert: Certificate, comp_path: Path):
     return forest
 
 
+def plausibility_ceiling(forest) -> float:
+    """An upper bound on A(x) = sum over the forest's trees of x's leaf value: each
+    tree's largest leaf value, summed. A threshold delta_abs above it leaves no input
+    in the region, which no delta-quantile of training scores can do."""
+    return float(sum(float(t.value[t.leaves].max()) for t in forest.trees))
+
+
 def run_verify(
     original_path: Path,
     compressed_path: Path,
@@ -122,12 +140,14 @@ def run_verify(
     data_path: Path | None = None,
 ) -> VerifyReport:
     """Re-prove the certificate; the report names the input domain the proof covers."""
+    if threads < 1:
+        raise InputError(None, f"--threads must be >= 1, got {threads}")
+    if time_limit is not None and not time_limit > 0:  # NaN too
+        raise InputError(None, f"--time-limit must be > 0, got {time_limit}")
     cert = load_certificate(cert_path)
-    rep = _prove(
+    return _prove(
         cert, cert_path, original_path, compressed_path, threads, time_limit, exhaustive, data_path
     )
-    rep.domain = cert.region.domain
-    return rep
 
 
 def _prove(
@@ -149,15 +169,19 @@ def _prove(
         raise InputError(compressed_path, "does not match the certificate (sha256 differs)")
     from .onnx_reader import UnsupportedModel
 
-    models = []
+    models, infos, sessions = [], [], []
     for path, blob in ((original_path, ob), (compressed_path, cb)):
         import onnx
 
         try:
-            models.append(ensemble_from_model(onnx.load_from_string(blob))[0])
+            ens, info = ensemble_from_model(onnx.load_from_string(blob))
         except UnsupportedModel as e:
             raise InputError(path, f"unsupported model: {e}") from None
+        sessions.append(loadable_session(blob, path))  # before any proof
+        models.append(ens)
+        infos.append(info)
     orig, comp = models
+    so, sc = sessions
     if list(map(str, orig.classes)) != list(map(str, comp.classes)):
         raise InputError(compressed_path, "class labels differ from the original's")
     if orig.n_features != comp.n_features:
@@ -168,18 +192,69 @@ def _prove(
         raise InputError(cert_path, f"certificate states an invalid eta ({eta})")
     if not 0.0 <= cert.region.delta <= 1.0:
         raise InputError(cert_path, f"certificate states an invalid delta ({cert.region.delta})")
-    forest = _plausibility(cert, Path(compressed_path))
-    dom = cert.region.domain
-    binary = np.zeros(orig.n_features, bool)
-    binary[[int(i) for i in dom.get("binary_features", [])]] = True
-    integer = np.zeros(orig.n_features, bool)
-    integer[[int(i) for i in dom.get("integer_features", [])]] = True
-    bounds = dom.get("bounds")
-    lower = None if bounds is None else np.asarray(bounds["lower"], np.float32)
-    upper = None if bounds is None else np.asarray(bounds["upper"], np.float32)
+    problems = structural_problems(cert, orig.n_features)
+    if problems:
+        raise InputError(cert_path, "; ".join(problems))
+    forest = _plausibility(cert, Path(cert_path), Path(compressed_path))
+    try:
+        binary, integer, lower, upper = domain_arrays(cert.region.domain, orig.n_features)
+    except ValueError as e:
+        raise InputError(cert_path, str(e)) from None
     trees = [*orig.trees, *comp.trees, *(forest.trees if forest else [])]
-    domain = build_domain(trees, orig.n_features, binary, lower, upper, integer)
+    try:
+        domain = build_domain(trees, orig.n_features, binary, lower, upper, integer)
+    except ValueError as e:
+        raise InputError(cert_path, f"region.domain: {e}") from None
     c_o = region_margin(orig, cert.region.eta)
+    delta_abs = None if forest is None else forest.delta_abs
+    stated = {
+        "eta": eta,
+        "eta_units": "vote share" if orig.kind == "voting" else "raw score",
+        "margin_threshold": c_o,
+        "delta": cert.region.delta,
+        "delta_abs": delta_abs,
+    }
+    problems = claim_problems(cert, orig, comp, *infos, c_o, delta_abs, required_margin(comp))
+    if forest is not None and forest.delta_abs > plausibility_ceiling(forest):
+        problems.append(
+            f"region.delta_abs {forest.delta_abs!r} exceeds every plausibility score the "
+            f"artifact can give ({plausibility_ceiling(forest)!r}): the region is empty"
+        )
+    X_data = None
+    if data_path is not None:
+        from .data import read_csv
+
+        X_data = read_csv(data_path, orig.classes, orig.n_features).X.astype(np.float32)
+    rep = _faithfulness(
+        cert, orig, comp, forest, domain, c_o, (so, sc), threads, time_limit, exhaustive, X_data
+    )
+    if problems and rep.exit_code != 1:  # a counterexample says more; else the claims
+        rep = VerifyReport(1, "refuted", "certificate: " + "; ".join(problems[:3]), rep.pairs)
+    rep.domain, rep.region = domain.describe(), stated
+    if X_data is not None:
+        rep.data_rows = len(X_data)
+        rep.data_inside = int(region_mask(orig, c_o, forest, X_data, domain).sum())
+        rep.data_outside_domain = int((~domain.contains(X_data)).sum())
+    return rep
+
+
+def _faithfulness(
+    cert: Certificate,
+    orig,
+    comp,
+    forest,
+    domain,
+    c_o: float,
+    sessions,
+    threads: int,
+    time_limit: float | None,
+    exhaustive: bool,
+    X_data: np.ndarray | None,
+) -> VerifyReport:
+    """The proof (fresh CP-SAT models per pair), the onnxruntime replays (history
+    points, ``X_data``, every cell with ``exhaustive``) and the size-bound and learner
+    claims that need onnxruntime or the trees' splits."""
+    so, sc = sessions
     pl_model = None if forest is None else ScoreModel.sum_of(forest.trees)
     region = RegionSpec(c_o, pl_model, None if forest is None else forest.delta_abs)
     oracle = SeparationOracle(domain, ScoreModel.from_ensemble(orig), region, seed=cert.seed)
@@ -189,7 +264,6 @@ def _prove(
         threads=threads,
         time_limit=time_limit,
     )
-    so, sc = session(ob), session(cb)
     pairs = [
         {
             "y0": label(orig.classes, r.y0),
@@ -218,13 +292,23 @@ def _prove(
     # replay: history points (and data) inside the region must agree under onnxruntime
     pts = [h.point for p in cert.pairs for h in p.history]
     X = np.asarray(pts, np.float32).reshape(-1, orig.n_features)
-    if data_path is not None:
-        from .data import read_csv
-
-        X = np.vstack([X, read_csv(data_path, orig.classes, orig.n_features).X])
+    if X_data is not None:
+        X = np.vstack([X, X_data])
     bad = _disagreements(orig, c_o, forest, domain, X, so, sc)
     if bad is not None:
         return VerifyReport(1, "refuted", "replayed point disagrees", pairs, bad, len(X))
+    hist = [h for p in cert.pairs for h in p.history]
+    if hist:  # the original's label at each history point, as the certificate states it
+        got = [_plain(v) for v in labels(so, X[: len(hist)])]
+        wrong = [i for i, h in enumerate(hist) if got[i] != h.original_label]
+        if wrong:
+            h = hist[wrong[0]]
+            why = (
+                f"history point of pair ({h.y0}, {h.y}) states original label {h.original_label!r}"
+            )
+            return VerifyReport(
+                1, "refuted", f"{why}, onnxruntime gives {got[wrong[0]]!r}", pairs, None, len(X)
+            )
     problems = _witness_problems(cert, orig, c_o, forest, domain, so)
     if problems:
         return VerifyReport(
@@ -253,13 +337,17 @@ def _prove(
     if cert.summary.witness_bound is not None:
         rep.witnesses_checked = len(cert.summary.boundary_witnesses)
         rep.witness_bound = cert.summary.witness_bound
-    if _names_original_trees(cert):
+    if _checks_learners(cert):
         rep.merged_trees_checked = sum(len(lr.original_trees) for lr in cert.learners)
     return rep
 
 
-def _names_original_trees(cert: Certificate) -> bool:
-    """Certificates from schema 1.3 on name each learner's original trees."""
+def _checks_learners(cert: Certificate) -> bool:
+    """Certificates from schema 1.3 on name each learner's original trees; an older
+    version number does not switch the check off when the learners name trees anyway
+    (the version is a claim like any other)."""
+    if any(lr.original_trees or lr.merged != 1 for lr in cert.learners):
+        return True
     try:
         major, minor = (int(v) for v in cert.schema_version.split(".")[:2])
     except ValueError:
@@ -273,7 +361,7 @@ def _learner_problems(cert: Certificate, orig, comp) -> list[str]:
     the compressed tree that names it (merged trees sum learners of one shape); an
     ``original`` tree merges only original trees, a ``new`` one at least one learner
     that is not an original tree. Weights are not checkable from the models alone."""
-    if not _names_original_trees(cert):
+    if not _checks_learners(cert):
         return []
     lrs = cert.learners
     if not lrs and all(len(t.feature) == 1 and not t.value.any() for t in comp.trees):
@@ -355,12 +443,16 @@ def _disagreements(orig, c_o, forest, domain, X, so, sc) -> dict | None:
     return _counterexample(Xi[i], lo[i], lc[i])
 
 
-def _counterexample(x: np.ndarray, lo, lc) -> dict:
-    def plain(v):
-        return v.item() if hasattr(v, "item") else v
+def _plain(v):
+    """An onnxruntime label as the certificate writes labels (int or str)."""
+    if isinstance(v, bytes):
+        return v.decode()
+    return v.item() if hasattr(v, "item") else v
 
+
+def _counterexample(x: np.ndarray, lo, lc) -> dict:
     return {
         "point": [float(v) for v in x],
-        "original_label": plain(lo) if not isinstance(lo, bytes) else lo.decode(),
-        "compressed_label": plain(lc) if not isinstance(lc, bytes) else lc.decode(),
+        "original_label": _plain(lo),
+        "compressed_label": _plain(lc),
     }

@@ -1,0 +1,199 @@
+"""What a certificate states about the two models, checked against the models themselves.
+
+``verify`` re-proves faithfulness from the ONNX files and the certificate's stated
+parameters (eta, delta, the plausibility artifact, the domain). Everything else the
+certificate says (sizes, classes, per-pair entries, region constants, the size lower
+bound's consistency) is a claim about those files: a certificate whose claims the
+models contradict is refuted (SPEC §7: a tampered certificate never passes), even when
+the faithfulness proof itself goes through. Pure functions; messages name the field.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .certificate import Certificate, label
+from .ensemble import Ensemble
+from .onnx_reader import OnnxModelInfo
+
+#: CP-SAT's random_seed is a 32-bit signed integer
+MAX_SEED = 2**31 - 1
+
+
+def domain_arrays(
+    dom: object, n_features: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """(binary mask, integer mask, lower, upper) from the certificate's ``region.domain``;
+    ValueError naming the field when it does not describe ``n_features`` features (feature
+    indices in range, bounds finite float32 lists of that length with lower <= upper)."""
+    if not isinstance(dom, dict):
+        raise ValueError("region.domain must be an object")
+    masks = []
+    for key in ("binary_features", "integer_features"):
+        idx = dom.get(key, [])
+        ok = isinstance(idx, list) and all(
+            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < n_features for i in idx
+        )
+        if not ok:
+            raise ValueError(f"region.domain.{key} must list feature indices in [0, {n_features})")
+        mask = np.zeros(n_features, bool)
+        mask[idx] = True
+        masks.append(mask)
+    bounds = dom.get("bounds")
+    if bounds is None:
+        return masks[0], masks[1], None, None
+    if not isinstance(bounds, dict) or set(bounds) != {"lower", "upper"}:
+        raise ValueError("region.domain.bounds must be null or {lower, upper}")
+    arrays = []
+    for key in ("lower", "upper"):
+        v = bounds[key]
+        if not isinstance(v, list) or len(v) != n_features:
+            raise ValueError(f"region.domain.bounds.{key} must list {n_features} numbers")
+        try:
+            a = np.asarray(v, np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"region.domain.bounds.{key} must list numbers") from None
+        with np.errstate(over="ignore"):
+            a32 = a.astype(np.float32)
+        if a.dtype != np.float64 or not np.isfinite(a32).all():
+            raise ValueError(f"region.domain.bounds.{key} must be finite float32 values")
+        arrays.append(a32)
+    if np.any(arrays[0] > arrays[1]):
+        raise ValueError("region.domain.bounds: a lower bound exceeds its upper bound")
+    return masks[0], masks[1], arrays[0], arrays[1]
+
+
+def structural_problems(cert: Certificate, n_features: int) -> list[str]:
+    """Fields that must have a shape before anything is solved (bad input, exit 3)."""
+    problems = []
+    if not 0 <= cert.seed <= MAX_SEED:
+        problems.append(f"seed {cert.seed} is outside [0, {MAX_SEED}]")
+    for p in cert.pairs:
+        if any(len(h.point) != n_features for h in p.history):
+            problems.append(
+                f"pair ({p.y0}, {p.y}): a history point does not have {n_features} values"
+            )
+            break
+    return problems
+
+
+def _summary_of(ens: Ensemble) -> dict:
+    """What ``model_summary`` states, as the reader sees the ONNX file. A compressed
+    model without trees is written as one tree that is a single zero leaf: counted as
+    no tree, as compress counts it."""
+    constant = all(len(t.feature) == 1 and not t.value.any() for t in ens.trees)
+    return {
+        "trees": 0 if constant else ens.n_trees,
+        "max_depth": 0 if constant else ens.max_depth,
+        "leaves": 0 if constant else ens.n_leaves,
+        "classes": [label(ens.classes, i) for i in range(ens.n_classes)],
+        "features": ens.n_features,
+        "pattern": ens.pattern,
+    }
+
+
+def _same(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return math.isclose(a, b, rel_tol=1e-12, abs_tol=0.0)
+
+
+def claim_problems(
+    cert: Certificate,
+    orig: Ensemble,
+    comp: Ensemble,
+    orig_info: OnnxModelInfo,
+    comp_info: OnnxModelInfo,
+    c_o: float,
+    delta_abs: float | None,
+    e_req: float,
+) -> list[str]:
+    """Claims of ``cert`` the two models (and the region rebuilt from them: margin
+    threshold ``c_o``, plausibility threshold ``delta_abs``, the compressed model's
+    required margin ``e_req``) contradict."""
+    problems: list[str] = []
+    for name, stated, ens in (
+        ("original", cert.original, orig),
+        ("compressed", cert.compressed, comp),
+    ):
+        for key, actual in _summary_of(ens).items():
+            if getattr(stated, key) != actual:
+                problems.append(
+                    f"{name}.{key} is {getattr(stated, key)!r}, the model has {actual!r}"
+                )
+    for key in ("input_name", "label_name", "scores_name", "label_is_string"):
+        if getattr(comp_info, key) != getattr(orig_info, key):
+            problems.append(
+                f"the compressed model's {key} is {getattr(comp_info, key)!r}, "
+                f"the original's {getattr(orig_info, key)!r}"
+            )
+    s = cert.summary
+    for key, want in (
+        ("trees_before", cert.original.trees),
+        ("trees_after", cert.compressed.trees),
+        ("leaves_before", cert.original.leaves),
+        ("leaves_after", cert.compressed.leaves),
+    ):
+        if getattr(s, key) != want:
+            problems.append(f"summary.{key} is {getattr(s, key)}, the models give {want}")
+    if s.certified != (s.status == "certified"):
+        problems.append(f"summary.certified is {s.certified} but summary.status is {s.status!r}")
+    if s.size_lower_bound is not None:
+        if s.witness_bound is not None and s.size_lower_bound < s.witness_bound:
+            problems.append("summary.size_lower_bound is below its own witness_bound")
+        if s.certified and s.size_lower_bound > cert.compressed.trees:
+            problems.append(
+                f"summary.size_lower_bound {s.size_lower_bound} exceeds the certified "
+                f"model's {cert.compressed.trees} trees"
+            )
+    reg = cert.region
+    units = "vote share" if orig.kind == "voting" else "raw score"
+    for key, stated, actual in (
+        ("margin_scale", reg.margin_scale, orig.margin_scale),
+        ("runtime_guard", reg.runtime_guard, orig.runtime_guard),
+        ("margin_threshold", reg.margin_threshold, c_o),
+    ):
+        if not _same(stated, actual):
+            problems.append(f"region.{key} is {stated!r}, the original gives {actual!r}")
+    if reg.eta_units != units:
+        problems.append(f"region.eta_units is {reg.eta_units!r}, the original's are {units!r}")
+    if s.certified and not _same(cert.scaling.compressed_margin, e_req):  # else not computed
+        problems.append(
+            f"scaling.compressed_margin is {cert.scaling.compressed_margin!r}, "
+            f"the compressed model needs {e_req!r}"
+        )
+    if (reg.delta > 0) != (delta_abs is not None) or not _same(reg.delta_abs, delta_abs):
+        problems.append(
+            f"region.delta_abs is {reg.delta_abs!r}, the plausibility artifact's {delta_abs!r}"
+        )
+    problems += _pair_problems(cert, orig)
+    return problems
+
+
+def _pair_problems(cert: Certificate, orig: Ensemble) -> list[str]:
+    """One entry per ordered pair of distinct labels, stated under the region's eta,
+    delta and delta_abs and the scaling's E_req; a certified certificate proves each."""
+    labels = [label(orig.classes, i) for i in range(orig.n_classes)]
+    want = [(a, b) for a in labels for b in labels if a != b]
+    got = [(p.y0, p.y) for p in cert.pairs]
+    if sorted(map(repr, got)) != sorted(map(repr, want)):
+        return [f"pairs: {len(got)} entries, not one per ordered pair of the {len(labels)} labels"]
+    problems = []
+    reg = cert.region
+    for p in cert.pairs:
+        where = f"pair ({p.y0}, {p.y})"
+        if cert.summary.certified and p.status != "INFEASIBLE":
+            problems.append(f"{where} is {p.status} in a certified certificate")
+        if p.eta != reg.eta or p.delta != reg.delta or not _same(p.delta_abs, reg.delta_abs):
+            problems.append(f"{where} states another eta, delta or delta_abs than the region")
+        if not _same(p.compressed_margin, cert.scaling.compressed_margin):
+            problems.append(f"{where} states another compressed margin than the scaling")
+        if any(h.y0 != p.y0 or h.y != p.y for h in p.history):
+            problems.append(f"{where} holds history points of another pair")
+        if any(
+            h.original_label not in labels or h.compressed_label not in labels for h in p.history
+        ):
+            problems.append(f"{where} holds history labels the models do not have")
+    return problems

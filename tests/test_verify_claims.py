@@ -1,0 +1,241 @@
+"""verify checks what a certificate states, not only the faithfulness proof (SPEC §7: a
+tampered certificate never passes; SPEC §6: each pair entry is self-contained).
+
+Each edit below leaves both ONNX files (and their hashes) as compress wrote them, so the
+proof itself still goes through: before pace_cert/claims.py, verify answered "verified"
+to every one of them. Malformed fields are bad input (exit 3 naming the certificate),
+never an internal error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import onnx
+import pytest
+
+from .test_end_to_end import copy_run, edit_cert, invoke, no_internal_error, sha
+
+
+@pytest.fixture(scope="module")
+def run(compress_run):
+    r = compress_run("compas", "rf", 20, 2, "--mode", "prune", "--eta", "0.1", "--delta", "0.1")
+    assert r.exit_code == 0, (r.stdout, r.stderr)
+    return r
+
+
+def _set(*path, value):
+    def fn(d):
+        for key in path[:-1]:
+            d = d[key]
+        d[path[-1]] = value
+
+    return fn
+
+
+def _swap_classes(d):
+    d["compressed"]["classes"] = d["compressed"]["classes"][::-1]
+
+
+def _drop_pair(d):
+    d["pairs"] = d["pairs"][:-1]
+
+
+def _history_of_other_pair(d):
+    src = next(p for p in d["pairs"] if p["history"])
+    other = next(p for p in d["pairs"] if p is not src)
+    other["history"].append(src["history"][0])
+
+
+def _relabel_history(d):
+    p = next(p for p in d["pairs"] if p["history"])
+    h = p["history"][0]
+    h["original_label"] = next(c for c in d["original"]["classes"] if c != h["original_label"])
+
+
+def _downgrade_and_scramble_learners(d):
+    d["schema_version"] = "1.2"
+    for lr in d["learners"]:
+        lr["original_trees"] = [0]
+
+
+def _double_threshold(d):
+    d["region"]["margin_threshold"] *= 2
+
+
+def _more_trees(d):
+    d["original"]["trees"] += 1
+
+
+def _more_trees_after(d):
+    d["summary"]["trees_after"] += 1
+
+
+@pytest.mark.parametrize(
+    "edit, why",
+    [
+        (_set("summary", "size_lower_bound", value=999), "size_lower_bound"),
+        (_set("summary", "certified", value=False), "summary.certified"),
+        (_set("pairs", 0, "status", value="FEASIBLE"), "FEASIBLE"),
+        (_set("pairs", 0, "eta", value=0.0), "eta, delta or delta_abs"),
+        (_set("pairs", 1, "delta_abs", value=-5.0), "eta, delta or delta_abs"),
+        (_drop_pair, "pairs: 1 entries"),
+        (_history_of_other_pair, "history points of another pair"),
+        (_relabel_history, "states original label"),
+        (_more_trees, "original.trees"),
+        (_more_trees_after, "summary.trees_after"),
+        (_swap_classes, "compressed.classes"),
+        (_double_threshold, "region.margin_threshold"),
+        (_set("region", "eta_units", value="raw score"), "eta_units"),
+        (_set("scaling", "compressed_margin", value=1e-9), "scaling.compressed_margin"),
+        (_downgrade_and_scramble_learners, "learners"),
+    ],
+)
+def test_contradicted_claims_are_refuted(run, tmp_path, edit, why):
+    comp, cert, _ = copy_run(run, tmp_path)
+    res = invoke("verify", run.model, comp, cert)
+    assert res.exit_code == 0, res.output  # precondition: the untouched run verifies
+    edit_cert(cert, edit)
+    res = invoke("verify", run.model, comp, cert)
+    no_internal_error(res)
+    assert res.exit_code == 1, res.output
+    assert res.stdout.startswith("refuted:") and why in res.stdout, res.stdout
+
+
+def _long_history_point(d):
+    p = next(p for p in d["pairs"] if p["history"])
+    p["history"][0]["point"].append(0.0)
+
+
+@pytest.mark.parametrize(
+    "edit, why",
+    [
+        (_set("region", "domain", "binary_features", value=[99]), "binary_features"),
+        (_set("region", "domain", "binary_features", value=["a"]), "binary_features"),
+        (_set("region", "domain", "integer_features", value=[-1]), "integer_features"),
+        (_set("region", "domain", "bounds", value="yes"), "bounds"),
+        (_set("region", "domain", "bounds", value={}), "bounds"),
+        (_set("region", "domain", "bounds", value={"lower": [0.0], "upper": [1.0]}), "lower"),
+        (
+            _set("region", "domain", "bounds", value={"lower": [1.0] * 12, "upper": [0.0] * 12}),
+            "exceeds its upper bound",
+        ),
+        (
+            _set("region", "domain", "bounds", value={"lower": [0.0] * 12, "upper": [1e39] * 12}),
+            "finite float32",
+        ),
+        (_set("region", "domain", value=[]), "region.domain"),
+        (_set("seed", value=2**40), "seed"),
+        (_long_history_point, "history point"),
+    ],
+)
+def test_malformed_fields_are_bad_input(run, tmp_path, edit, why):
+    comp, cert, _ = copy_run(run, tmp_path)
+    edit_cert(cert, edit)
+    res = invoke("verify", run.model, comp, cert)
+    no_internal_error(res)
+    assert res.exit_code == 3, res.output
+    assert str(cert) in res.stderr and why in res.stderr, res.stderr
+
+
+def test_an_empty_plausibility_region_is_refuted(run, tmp_path):
+    """delta_abs above every score the isolation forest can give: the proof holds
+    vacuously, but no delta-quantile of training scores can be there."""
+    comp, cert, d = copy_run(run, tmp_path)
+    plaus = d / "plausibility.json"
+    art = json.loads(plaus.read_text())
+    art["delta_abs"] = float.hex(1e9)
+    plaus.write_text(json.dumps(art))
+    digest = hashlib.sha256(plaus.read_bytes()).hexdigest()
+
+    def fn(c):
+        c["region"]["delta_abs"] = 1e9
+        c["region"]["plausibility"]["sha256"] = digest
+        for p in c["pairs"]:
+            p["delta_abs"] = 1e9
+        s = c["summary"]  # the witnesses would refute it first (outside the region now)
+        s["boundary_witnesses"], s["witness_bound"], s["size_lower_bound"] = [], None, None
+
+    edit_cert(cert, fn)
+    res = invoke("verify", run.model, comp, cert)
+    no_internal_error(res)
+    assert res.exit_code == 1, res.output
+    assert "the region is empty" in res.stdout
+
+
+def _rewrite_model(comp, cert, fn) -> None:
+    m = onnx.load(comp)
+    fn(m)
+    onnx.save(m, comp)
+    edit_cert(cert, _set("compressed", "sha256", value=sha(comp)))
+
+
+def test_a_renamed_input_is_refuted(run, tmp_path):
+    """SPEC §3: the compressed model keeps the original's input and output names."""
+    comp, cert, _ = copy_run(run, tmp_path)
+
+    def rename(m):
+        old = m.graph.input[0].name
+        m.graph.input[0].name = "renamed"
+        for n in m.graph.node:
+            n.input[:] = ["renamed" if i == old else i for i in n.input]
+
+    _rewrite_model(comp, cert, rename)
+    res = invoke("verify", run.model, comp, cert)
+    no_internal_error(res)
+    assert res.exit_code == 1, res.output
+    assert "input_name" in res.stdout
+
+
+def test_a_model_onnxruntime_cannot_load_is_bad_input(run, tmp_path):
+    """The reader accepts an IR version onnxruntime refuses: compress and verify stop
+    with exit 3 naming the file, before any solving, and compress writes nothing."""
+    comp, cert, _ = copy_run(run, tmp_path)
+    bad = tmp_path / "original.onnx"
+    m = onnx.load(run.model)
+    m.ir_version = 99
+    onnx.save(m, bad)
+    edit_cert(cert, _set("original", "sha256", value=sha(bad)))
+    res = invoke("verify", bad, comp, cert)
+    no_internal_error(res)
+    assert res.exit_code == 3, res.output
+    assert str(bad) in res.stderr and "onnxruntime cannot load" in res.stderr
+    res = invoke("compress", bad, "--data", run.data, "--out", tmp_path / "c")
+    no_internal_error(res)
+    assert res.exit_code == 3, res.output
+    assert str(bad) in res.stderr and "onnxruntime cannot load" in res.stderr
+    assert not (tmp_path / "c").exists() or not any((tmp_path / "c").iterdir())
+
+
+def test_verify_states_the_region_and_counts_the_data(run, tmp_path):
+    comp, cert, _ = copy_run(run, tmp_path)
+    res = invoke("verify", run.model, comp, cert, "--data", run.data)
+    assert res.exit_code == 0, res.output
+    region = next(line for line in res.stdout.splitlines() if line.startswith("region:"))
+    assert "eta 0.1, vote share" in region and "delta 0.1" in region
+    n_rows = len(np.loadtxt(run.data, delimiter=",", skiprows=1))
+    assert f"data: {n_rows} rows replayed, " in res.stdout
+    rep = json.loads(invoke("verify", run.model, comp, cert, "--data", run.data, "--json").stdout)
+    c = json.loads(cert.read_text())
+    assert rep["region"]["delta_abs"] == c["region"]["delta_abs"]
+    assert rep["region"]["margin_threshold"] == c["region"]["margin_threshold"]
+    # training rows inside the region: what compress counted (the certificate's claim)
+    assert rep["data_rows"] == n_rows
+    assert rep["data_inside_region"] == c["region"]["samples_kept"]
+    assert rep["data_outside_domain"] == 0
+    assert rep["domain"]["cells_per_feature"] == c["region"]["domain"]["cells_per_feature"]
+
+
+@pytest.mark.parametrize("value", ["-1", "nan", "0"])
+def test_bad_time_limits_are_bad_input(run, tmp_path, value):
+    comp, cert, _ = copy_run(run, tmp_path)
+    res = invoke("verify", run.model, comp, cert, "--time-limit", value)
+    assert res.exit_code == 3, res.output
+    assert "--time-limit" in res.stderr
+    res = invoke(
+        "compress", run.model, "--data", run.data, "--out", tmp_path / "c", "--time-limit", value
+    )
+    assert res.exit_code == 3, res.output
+    assert not (tmp_path / "c").exists() or not any((tmp_path / "c").iterdir())
