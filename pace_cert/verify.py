@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from .certificate import Certificate, label
 from .claims import claim_problems, domain_arrays, structural_problems
 from .domain import build_domain
+from .ensemble import LEAF
 from .errors import InputError
 from .merge import structure_key
 from .onnx_reader import ensemble_from_model, load_onnx
@@ -389,7 +390,34 @@ def _learner_problems(cert: Certificate, orig, comp) -> list[str]:
             if structure_key(orig.trees[t]) != key:
                 problems.append(f"tree {lr.index} does not share every split of original tree {t}")
                 break
+        else:
+            i = lr.index
+            if (
+                lr.merged == 1
+                and len(named) == 1
+                and not _scaled_copy(
+                    comp.trees[i], float(comp.weights[i]), orig.trees[named[0]], lr.weight
+                )
+            ):
+                problems.append(
+                    f"tree {lr.index}'s leaf values are not weight {lr.weight!r} times "
+                    f"original tree {named[0]}'s"
+                )
     return problems
+
+
+def _scaled_copy(tree, tree_weight: float, original, weight: float) -> bool:
+    """Whether ``tree`` (weighted by ``tree_weight`` in its model: 1 in pace-cert's
+    output, the estimator weight when compress fell back to the original) scores each
+    leaf ``weight`` times ``original``'s value, up to one float32 rounding (how ``fold``
+    writes an unmerged original learner); the two share every split, so their leaves
+    are at the same positions."""
+    if not weight > 0:
+        return False
+    leaves = tree.left == LEAF
+    want = weight * original.value[leaves]
+    err = np.abs(tree_weight * tree.value[leaves] - want)
+    return bool(np.all(err <= 2.0**-23 * np.abs(want) + 1e-300))
 
 
 def _witness_problems(cert: Certificate, orig, c_o, forest, domain, so) -> list[str]:

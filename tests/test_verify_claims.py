@@ -239,3 +239,20 @@ def test_bad_time_limits_are_bad_input(run, tmp_path, value):
     )
     assert res.exit_code == 3, res.output
     assert not (tmp_path / "c").exists() or not any((tmp_path / "c").iterdir())
+
+
+def test_an_original_learner_with_other_leaf_values_is_refuted(run, tmp_path):
+    """A tree the certificate calls original (one learner, weight w) must score w times
+    the original tree it names; a 1 % change keeps the model faithful (the proof
+    passes) but makes the claim false."""
+    from .test_end_to_end import tamper_leaves
+
+    comp, cert, _ = copy_run(run, tmp_path)
+    c = json.loads(cert.read_text())
+    lr = next(lr for lr in c["learners"] if lr["merged"] == 1 and lr["origin"] == "original")
+    tamper_leaves(comp, comp, tree=lr["index"], factor=1.01)
+    edit_cert(cert, _set("compressed", "sha256", value=sha(comp)))
+    res = invoke("verify", run.model, comp, cert)
+    no_internal_error(res)
+    assert res.exit_code == 1, res.output
+    assert f"tree {lr['index']}'s leaf values are not weight" in res.stdout, res.stdout
