@@ -313,8 +313,30 @@ def summation_error_bound(n_terms: int, abs_sum: float) -> float:
     return 2.0 * (m * u / (1 - m * u)) * abs_sum
 
 
+FLOAT32_SAFE_SUM = 2.0**120
+"""Largest accepted magnitude bound of a float32 class score, sum over trees of
+max|leaf value| plus max|base|: below it onnxruntime's float32 sums cannot overflow.
+
+float32 overflows to inf at 2**128 (the largest finite value is (2 - 2**-23) 2**127).
+Every partial sum of the terms (leaf values and base, added in any order) is at most
+(1 + gamma_n) times the sum of their magnitudes, and :func:`summation_error_bound`
+only accepts n with gamma_n < 1; a bound of 2**120 therefore keeps every intermediate
+result at least 2**7 below the overflow threshold, and the rounding analysis (which
+assumes no overflow) stays valid."""
+
+
 def float32_sum_guard(trees, base: np.ndarray) -> float:
     """Bound on onnxruntime's float32 error of a score difference S_a - S_b, where each
-    class score is base + one leaf value per tree summed in float32 in any order."""
+    class score is base + one leaf value per tree summed in float32 in any order.
+
+    Raises ValueError when the magnitude bound sum_t max|leaf value| + max|base| exceeds
+    :data:`FLOAT32_SAFE_SUM`: onnxruntime's float32 sums could then overflow to inf
+    (e.g. 3e38 + 3e38 - 3e38 - 3e38 is inf, not 0), which no rounding bound covers."""
     mags = sum(float(np.abs(t.value[t.leaves]).max()) for t in trees)
-    return 2.0 * summation_error_bound(len(trees), mags + float(np.abs(base).max()))
+    total = mags + float(np.abs(base).max(initial=0.0))
+    if not total <= FLOAT32_SAFE_SUM:
+        raise ValueError(
+            f"class scores of magnitude up to {total:.3g} could overflow float32 "
+            f"(the float32 error bound needs them within {FLOAT32_SAFE_SUM:.3g})"
+        )
+    return 2.0 * summation_error_bound(len(trees), total)

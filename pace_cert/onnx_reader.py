@@ -1,9 +1,12 @@
 """Read ONNX tree-ensemble classifiers into the IR, exactly as onnxruntime runs them.
 
 Table-driven: every attribute of a TreeEnsembleClassifier is read into numpy arrays
-once, grouped by tree id, node ids are mapped to dense indices and each tree is built
-by one code path. Each exporter pattern is one recogniser that returns an
+once, split into trees as onnxruntime splits them (only the canonical layout, where
+onnxruntime's roots are node 0, is accepted) and each tree is built by one code path.
+Each exporter pattern is one recogniser that returns an
 :class:`~pace_cert.ensemble.Ensemble` or raises :class:`UnsupportedModel` saying why.
+A graph that defines a tensor name twice, or whose scores could overflow float32, is
+rejected before or inside every recogniser.
 
 Decision rules reproduced (measured on onnxruntime 1.32, pinned by tests):
 
@@ -101,6 +104,7 @@ def read_ensemble(path: str | Path) -> tuple[Ensemble, OnnxModelInfo]:
 
 def ensemble_from_model(model: onnx.ModelProto) -> tuple[Ensemble, OnnxModelInfo]:
     """Try every recogniser in turn; the first that matches wins."""
+    _check_single_definitions(model)
     info = _interface(model)
     reasons = []
     for recognise in RECOGNISERS:
@@ -116,6 +120,38 @@ class _NoMatch(UnsupportedModel):
 
 
 # ----------------------------------------------------------------------------- interface
+
+
+def _check_single_definitions(model: onnx.ModelProto) -> None:
+    """Every tensor name of the graph is defined once.
+
+    The recognisers look a name up once (an initializer, else the node producing it),
+    but onnxruntime resolves a doubly defined name its own way (a later duplicate
+    initializer wins, a node output replaces an initializer of the same name), so the
+    reader and onnxruntime could read different tensors (e.g. another class list).
+    Rejected: duplicate initializer names (dense or sparse), duplicate graph inputs, a
+    node output named like an initializer, a graph input or another node output. An
+    initializer that is also a graph input (the legacy default-value form) is allowed.
+    """
+    g = model.graph
+    defined: set[str] = set()
+    for t in [*g.initializer, *(s.values for s in g.sparse_initializer)]:
+        if t.name in defined:
+            raise UnsupportedModel(f"initializer {t.name!r} is defined more than once")
+        defined.add(t.name)
+    inputs: set[str] = set()
+    for i in g.input:
+        if i.name in inputs:
+            raise UnsupportedModel(f"graph input {i.name!r} is declared more than once")
+        inputs.add(i.name)
+    defined |= inputs
+    for n in g.node:
+        for o in n.output:
+            if not o:  # an omitted optional output
+                continue
+            if o in defined:
+                raise UnsupportedModel(f"tensor {o!r} is defined more than once")
+            defined.add(o)
 
 
 def _interface(model: onnx.ModelProto) -> OnnxModelInfo:
@@ -174,6 +210,30 @@ def _attrs(node: onnx.NodeProto) -> dict[str, object]:
     return {a.name: helper.get_attribute_value(a) for a in node.attribute}
 
 
+def _tree_runs(tree_ids: np.ndarray, node_ids: np.ndarray) -> list[np.ndarray]:
+    """Attribute positions of each tree's nodes, in node-id order, trees as listed.
+
+    onnxruntime starts a new tree wherever ``nodes_treeids`` changes from one node to
+    the next (ids A, B, A make three trees), roots it at the first node listed for it
+    and looks children up by (tree id, node id). The IR roots a tree at node id 0, so
+    only the canonical layout, where both agree, is accepted: each tree id's nodes are
+    contiguous, the first one listed has node id 0, and the node ids are exactly
+    0..m-1 (the ONNX spec: node ids start at 0 and increment by 1).
+    """
+    starts = np.flatnonzero(np.r_[True, tree_ids[1:] != tree_ids[:-1]])
+    if len(np.unique(tree_ids)) != len(starts):
+        raise UnsupportedModel("a tree's nodes are not listed contiguously")
+    runs = []
+    for sel in np.split(np.arange(len(tree_ids)), starts[1:]):
+        tid, ids = int(tree_ids[sel[0]]), node_ids[sel]
+        if ids[0] != 0:
+            raise UnsupportedModel(f"tree {tid}: the first node listed is not node 0")
+        if not np.array_equal(np.sort(ids), np.arange(len(ids))):
+            raise UnsupportedModel(f"tree {tid}: node ids are not 0..{len(ids) - 1}")
+        runs.append(sel[np.argsort(ids)])
+    return runs
+
+
 def parse_tree_ensemble_classifier(
     node: onnx.NodeProto, n_targets_classes: np.ndarray | None = None
 ) -> _TEC:
@@ -225,16 +285,8 @@ def parse_tree_ensemble_classifier(
 
     trees: list[Tree] = []
     has_all = np.zeros(k, bool)
-    for tid in np.unique(tree_ids):
-        sel = np.flatnonzero(tree_ids == tid)
-        sel = sel[np.argsort(node_ids[sel], kind="stable")]
-        ids = node_ids[sel]
-        if len(np.unique(ids)) != len(ids):
-            raise UnsupportedModel(f"tree {tid}: duplicate node ids")
-        dense = {int(v): i for i, v in enumerate(ids)}
-        root = dense.get(0)
-        if root is None:
-            raise UnsupportedModel(f"tree {tid}: no node 0")
+    for sel in _tree_runs(tree_ids, node_ids):  # sel[j]: attribute position of node id j
+        tid = int(tree_ids[sel[0]])
         m = len(sel)
         feature = np.full(m, LEAF, np.int64)
         threshold = np.zeros(m, np.float32)
@@ -244,10 +296,9 @@ def parse_tree_ensemble_classifier(
             mode = modes[src]
             if mode == "LEAF":
                 continue
-            try:
-                t_child, f_child = dense[int(true_ids[src])], dense[int(false_ids[src])]
-            except KeyError:
-                raise UnsupportedModel(f"tree {tid}: dangling child id") from None
+            t_child, f_child = int(true_ids[src]), int(false_ids[src])
+            if not (0 <= t_child < m and 0 <= f_child < m):
+                raise UnsupportedModel(f"tree {tid}: dangling child id")
             th = values[src]
             if mode == "BRANCH_LEQ":  # x <= th -> true
                 lt, th2, rt = t_child, th, f_child
@@ -260,14 +311,14 @@ def parse_tree_ensemble_classifier(
             else:
                 raise UnsupportedModel(f"tree {tid}: split mode {mode} is not supported")
             feature[j], threshold[j], left[j], right[j] = feats[src], th2, lt, rt
-        if root != 0:  # node id 0 must be the root; dense index 0 is the smallest id
-            raise UnsupportedModel(f"tree {tid}: node ids must start at 0")
         value = np.zeros((m, k), np.float64)
         entries = np.flatnonzero(c_tree == tid)
         seen = np.zeros((m, k), bool)
         for e in entries:
-            j = dense.get(int(c_node[e]))
-            if j is None or feature[j] != LEAF:
+            j = int(c_node[e])
+            if not 0 <= j < m:
+                raise UnsupportedModel(f"tree {tid}: class weight on node {j}, not in the tree")
+            if feature[j] != LEAF:
                 raise UnsupportedModel(f"tree {tid}: class weight on a non-leaf node")
             value[j, c_id[e]] += float(c_w[e])
             seen[j, c_id[e]] = True
@@ -327,6 +378,15 @@ def _decision_from_tec(tec: _TEC) -> tuple[list[Tree], np.ndarray, str, float, s
     return trees, np.zeros(2), "margin", 1.0, "binary_class1_positive"
 
 
+def _sum_guard(trees: list[Tree], base: np.ndarray) -> float:
+    """:func:`~pace_cert.ensemble.float32_sum_guard`; scores that could overflow float32
+    in onnxruntime (or too many trees for the error bound) are unsupported."""
+    try:
+        return float32_sum_guard(trees, base)
+    except ValueError as e:
+        raise UnsupportedModel(str(e)) from None
+
+
 def _single_column(tree: Tree, col: int) -> Tree:
     value = np.zeros_like(tree.value)
     value[:, 1] = tree.value[:, col]
@@ -362,7 +422,7 @@ def recognise_tree_ensemble_classifier(model: onnx.ModelProto) -> Ensemble:
         raise _NoMatch("the tree ensemble does not read the model input directly")
     tec = parse_tree_ensemble_classifier(node)
     trees, base, kind, scale, rule = _decision_from_tec(tec)
-    guard = float32_sum_guard(trees, base)
+    guard = _sum_guard(trees, base)
     return Ensemble(
         trees=tuple(trees),
         weights=np.ones(len(trees)),
@@ -378,15 +438,33 @@ def recognise_tree_ensemble_classifier(model: onnx.ModelProto) -> Ensemble:
 
 
 def _const(model: onnx.ModelProto, name: str) -> np.ndarray:
+    """The value of an initializer or a Constant node's tensor (each name is defined
+    once: :func:`_check_single_definitions`)."""
     for i in model.graph.initializer:
         if i.name == name:
             return numpy_helper.to_array(i)
     n = _producers(model).get(name)
-    if n is not None and n.op_type in ("Constant", "ConstantOfShape"):
+    if n is not None and n.op_type == "Constant" and n.domain in ("", "ai.onnx"):
         for a in n.attribute:
-            if a.type == onnx.AttributeProto.TENSOR:
+            if a.name == "value" and a.type == onnx.AttributeProto.TENSOR:
                 return numpy_helper.to_array(a.t)
     raise _NoMatch(f"{name!r} is not a constant")
+
+
+def _scalar(model: onnx.ModelProto, name: str) -> float:
+    """A finite numeric constant with one element and rank <= 2.
+
+    Broadcast against the [N, K] vote matrix such a constant acts on every entry alike
+    and keeps the shape; a per-class vector (or a [1, 1, 1] tensor, which moves the
+    classes off axis 1) would change what the final ArgMax ranks.
+    """
+    a = np.asarray(_const(model, name))
+    if a.dtype.kind not in "biuf" or a.size != 1 or a.ndim > 2:
+        raise _NoMatch(f"{name!r} must be a single number")
+    v = float(a.reshape(-1)[0])
+    if not np.isfinite(v):
+        raise _NoMatch(f"{name!r} is not finite")
+    return v
 
 
 def _expect(prod: dict[str, onnx.NodeProto], name: str, op: str) -> onnx.NodeProto:
@@ -419,32 +497,80 @@ def _leaf_votes_ort(tec: _TEC, tree: Tree) -> np.ndarray:
     return np.argmax(probs, axis=1)
 
 
+MAX_EXP_ARG = 60.0
+"""Largest accepted bound on |argument| of the AdaBoost graph's Exp.
+
+float32 exp overflows to inf above ~88.7 and leaves the normal range below ~-87.3;
+with |a| <= 60 every exp lies in [8.7e-27, 1.2e26], so none is 0 or inf, the row sum
+of up to 10**12 classes stays finite and the relative error bound of the runtime guard
+holds. skl2onnx's SAMME graphs have |a| <= about 1 (the votes are normalised by the
+sum of the estimator weights)."""
+
+
+def _check_ones(model: onnx.ModelProto, prod, name: str, probs: set[str]) -> None:
+    """``name`` (Where's value for the predicted class) is 1 everywhere and keeps the
+    [N, K] vote shape: skl2onnx's ConstantOfShape(Shape(an estimator's probabilities))
+    of value 1, or a constant 1 (see :func:`_scalar`)."""
+    n = prod.get(name)
+    if n is None or n.op_type != "ConstantOfShape":
+        if _scalar(model, name) != 1.0:
+            raise _NoMatch("Where must select 1 or a symmetric weight")
+        return
+    sh = _expect(prod, n.input[0], "Shape")
+    value = [a.t for a in n.attribute if a.name == "value" and a.type == a.TENSOR]
+    if sh.attribute or sh.input[0] not in probs or len(value) != 1:
+        raise _NoMatch("ConstantOfShape must take the shape of an estimator's probabilities")
+    v = numpy_helper.to_array(value[0])
+    if v.size != 1 or float(v.reshape(-1)[0]) != 1.0:
+        raise _NoMatch("Where must select 1 or a symmetric weight")
+
+
+def _check_row_normaliser(model: onnx.ModelProto, prod, add: onnx.NodeProto, exp_out: str):
+    """The final Div's divisor is one positive number per row, so it cannot change the
+    row's argmax: skl2onnx's ``n = Reshape(ReduceSum(exp), [-1, 1])`` plus
+    ``Cast(Equal(Cast(n), zero))`` (1 where the sum truncates to 0), both [rows, 1]."""
+    resh = _expect(prod, add.input[0], "Reshape")
+    rs = _expect(prod, resh.input[0], "ReduceSum")
+    if rs.input[0] != exp_out:
+        raise _NoMatch("normaliser is not the row sum of the exponentials")
+    shape = np.asarray(_const(model, resh.input[1]))
+    if shape.shape != (2,) or list(shape) != [-1, 1]:
+        raise _NoMatch("normaliser must be reshaped to one column")
+    fix = _expect(prod, add.input[1], "Cast")
+    if _attrs(fix).get("to") != onnx.TensorProto.FLOAT:
+        raise _NoMatch("normaliser correction must be cast to float")
+    eq = _expect(prod, fix.input[0], "Equal")
+    cast = _expect(prod, eq.input[0], "Cast")
+    if cast.input[0] != resh.output[0]:
+        raise _NoMatch("normaliser correction must test the normaliser")
+    _scalar(model, eq.input[1])  # one number: the correction stays [rows, 1]
+
+
 def recognise_adaboost_samme(model: onnx.ModelProto) -> Ensemble:
     """skl2onnx AdaBoostClassifier (SAMME): many TreeEnsembleClassifier nodes + vote graph."""
     prod = _producers(model)
     label_name = model.graph.output[0].name
     n = prod.get(label_name)
+    cast_to = None
     if n is not None and n.op_type == "Cast":
+        cast_to = _attrs(n).get("to")
         n = prod.get(n.input[0])
     if n is None or n.op_type != "Reshape":
         raise _NoMatch("label is not Reshape(ArrayFeatureExtractor(classes, ArgMax))")
     afe = _expect(prod, n.input[0], "ArrayFeatureExtractor")
     classes = _const(model, afe.input[0]).reshape(-1)
+    if cast_to is not None and (cast_to != onnx.TensorProto.INT64 or classes.dtype.kind != "i"):
+        raise _NoMatch("the label may only be cast from int64 class labels to int64")
     am = _expect(prod, afe.input[1], "ArgMax")
     if _attrs(am).get("axis", 0) != 1 or _attrs(am).get("select_last_index", 0) != 0:
         raise _NoMatch("final ArgMax must be over axis 1, first index")
     div = _expect(prod, am.input[0], "Div")
     exp = _expect(prod, div.input[0], "Exp")
-    # the divisor is a positive per-row normaliser derived from ReduceSum(exp)
-    add = _expect(prod, div.input[1], "Add")
-    resh = _expect(prod, add.input[0], "Reshape")
-    rs = _expect(prod, resh.input[0], "ReduceSum")
-    if rs.input[0] != exp.output[0]:
-        raise _NoMatch("normaliser is not the row sum of the exponentials")
+    _check_row_normaliser(model, prod, _expect(prod, div.input[1], "Add"), exp.output[0])
     mul = _expect(prod, exp.input[0], "Mul")
-    c2 = float(np.asarray(_const(model, mul.input[1])).reshape(-1)[0])
+    c2 = _scalar(model, mul.input[1])
     div2 = _expect(prod, mul.input[0], "Div")
-    c1 = float(np.asarray(_const(model, div2.input[1])).reshape(-1)[0])
+    c1 = _scalar(model, div2.input[1])
     if not (c1 > 0 and c2 > 0):
         raise _NoMatch("vote scaling constants must be positive")
     sm = prod.get(div2.input[0])
@@ -453,32 +579,33 @@ def recognise_adaboost_samme(model: onnx.ModelProto) -> Ensemble:
     trees: list[Tree] = []
     weights: list[float] = []
     sym_values = set()
-    first_tec: _TEC | None = None
+    ones: set[str] = set()
+    probs: set[str] = set()
     for term in terms:
         m = _expect(prod, term, "Mul")
-        w = float(np.asarray(_const(model, m.input[1])).reshape(-1)[0])
+        w = _scalar(model, m.input[1])
         wh = _expect(prod, m.input[0], "Where")
-        one = np.asarray(_const(model, wh.input[1])).reshape(-1)
-        sym = np.asarray(_const(model, wh.input[2])).reshape(-1)
-        if not np.all(one == 1.0) or len(sym) != 1:
-            raise _NoMatch("Where must select 1 or a symmetric weight")
-        sym_values.add(float(sym[0]))
+        ones.add(wh.input[1])
+        sym_values.add(_scalar(model, wh.input[2]))
         eq = _expect(prod, wh.input[0], "Equal")
-        ind = np.asarray(_const(model, eq.input[1])).reshape(-1)
-        if list(ind) != list(range(k)):
+        ind = np.asarray(_const(model, eq.input[1]))
+        if ind.shape not in ((k,), (1, k)) or list(ind.reshape(-1)) != list(range(k)):
             raise _NoMatch("class index constant must be 0..K-1")
         vam = _expect(prod, eq.input[0], "ArgMax")
-        if _attrs(vam).get("axis", 0) != 1 or _attrs(vam).get("select_last_index", 0) != 0:
-            raise _NoMatch("estimator ArgMax must be over axis 1, first index")
+        va = _attrs(vam)
+        if va.get("axis", 0) != 1 or va.get("select_last_index", 0) or not va.get("keepdims", 1):
+            raise _NoMatch("estimator ArgMax must be over axis 1, first index, keepdims")
         tnode = _expect(prod, vam.input[0], "TreeEnsembleClassifier")
-        if vam.input[0] != tnode.output[1]:
-            raise _NoMatch("estimator vote must read the probability output")
+        if tnode.domain != ML_DOMAIN or vam.input[0] != tnode.output[1]:
+            raise _NoMatch("estimator vote must read an ai.onnx.ml probability output")
+        if _attrs(tnode).get("post_transform", b"NONE") not in (b"NONE", "NONE"):
+            raise _NoMatch("estimator post_transform must be NONE")
         if tnode.input[0] != _interface_input(model).name:
             raise _NoMatch("estimator does not read the model input directly")
+        probs.add(tnode.output[1])
         tec = parse_tree_ensemble_classifier(tnode)
         if len(tec.classes) != k or len(tec.trees) != 1:
             raise _NoMatch("each estimator must be one tree over the same classes")
-        first_tec = first_tec or tec
         tree = tec.trees[0]
         votes = _leaf_votes_ort(tec, tree)
         value = np.zeros((len(tree.feature), k))
@@ -486,6 +613,8 @@ def recognise_adaboost_samme(model: onnx.ModelProto) -> Ensemble:
         value[tree.left != LEAF] = 0.0
         trees.append(Tree(tree.feature, tree.threshold, tree.left, tree.right, value))
         weights.append(w)
+    for name in ones:
+        _check_ones(model, prod, name, probs)
     if len(sym_values) != 1:
         raise _NoMatch("estimators disagree on the symmetric weight")
     sym = sym_values.pop()
@@ -498,8 +627,16 @@ def recognise_adaboost_samme(model: onnx.ModelProto) -> Ensemble:
     # final division by a common normaliser (which may create ties): see docs.
     amp = max(1.0, abs(sym))
     n = len(trees)
-    g_err = summation_error_bound(n + 2, float(wts.sum()) * amp)  # per class score
-    a_abs = c2 * float(wts.sum()) * amp / c1
+    a_abs = c2 * float(wts.sum()) * amp / c1  # bound on |Exp argument|
+    if not a_abs <= MAX_EXP_ARG:
+        raise UnsupportedModel(
+            f"the Exp argument may reach {a_abs:.3g}; float32 exp is only modelled "
+            f"within +-{MAX_EXP_ARG:g}"
+        )
+    try:
+        g_err = summation_error_bound(n + 2, float(wts.sum()) * amp)  # per class score
+    except ValueError as e:
+        raise UnsupportedModel(str(e)) from None
     a_err = 2 * g_err * c2 / c1 + 8 * U32 * a_abs + 64 * U32  # exp argument difference
     guard = 2.0 * a_err * c1 / c2 / (1.0 - sym)  # back to IR score units
     return Ensemble(
@@ -516,8 +653,82 @@ def recognise_adaboost_samme(model: onnx.ModelProto) -> Ensemble:
     )
 
 
+PACE_CERT_OPSETS = {"": 17, ML_DOMAIN: 3}  # what onnx_writer.ensemble_to_onnx writes
+PACE_CERT_IR_VERSION = 8
+_PACE_CERT_ATTRS = {
+    "TreeEnsembleRegressor": {
+        "n_targets",
+        "aggregate_function",
+        "post_transform",
+        "base_values",
+        "nodes_treeids",
+        "nodes_nodeids",
+        "nodes_featureids",
+        "nodes_values",
+        "nodes_modes",
+        "nodes_truenodeids",
+        "nodes_falsenodeids",
+        "target_treeids",
+        "target_nodeids",
+        "target_ids",
+        "target_weights",
+    },
+    "ArgMax": {"axis", "keepdims", "select_last_index"},
+    "Gather": {"axis"},
+    "Identity": set(),
+}
+
+
+def _check_pace_cert_graph(model: onnx.ModelProto, reg, am, gather) -> None:
+    """The graph is exactly what :func:`pace_cert.onnx_writer.ensemble_to_onnx` writes.
+
+    Nodes: the TreeEnsembleRegressor reading the input, ArgMax, Gather from the class
+    list, plus optionally one Identity copying the scores to the second output; outputs:
+    the label (and that copy); one initializer, the class list; the writer's opsets and
+    IR version; only the attributes the writer sets. The certificate covers this graph;
+    anything more (an output leaking the input, a node onnxruntime cannot load, ...) is
+    not a model pace-cert wrote.
+    """
+    g = model.graph
+    ops = sorted(n.op_type for n in g.node)
+    idents = [n for n in g.node if n.op_type == "Identity"]
+    if ops != sorted(["TreeEnsembleRegressor", "ArgMax", "Gather", *["Identity"] * len(idents)]):
+        raise _NoMatch(f"nodes other than pace-cert's: {ops}")
+    if len(idents) > 1 or len(g.output) != 1 + len(idents):
+        raise _NoMatch("outputs other than the label and one copy of the scores")
+    for n in g.node:
+        if n.domain != (ML_DOMAIN if n.op_type == "TreeEnsembleRegressor" else ""):
+            raise _NoMatch(f"{n.op_type} in domain {n.domain!r}")
+        extra = {a.name for a in n.attribute} - _PACE_CERT_ATTRS[n.op_type]
+        if extra:
+            raise _NoMatch(f"{n.op_type} with attributes {sorted(extra)}")
+    scores = reg.output[0]
+    wiring = [
+        (reg, [_interface_input(model).name], [scores]),
+        (am, [scores], [am.output[0]]),
+        (gather, [gather.input[0], am.output[0]], [g.output[0].name]),
+        *((n, [scores], [g.output[1].name]) for n in idents),
+    ]
+    if any(list(n.input) != ins or list(n.output) != outs for n, ins, outs in wiring):
+        raise _NoMatch("nodes are not wired as pace-cert writes them")
+    if idents and g.output[1].type.tensor_type.elem_type != onnx.TensorProto.FLOAT:
+        raise _NoMatch("the scores output must be float")
+    if [i.name for i in g.initializer] != [gather.input[0]] or g.sparse_initializer:
+        raise _NoMatch("the class list must be the only initializer")
+    if len(g.input) != 1 or model.functions:
+        raise _NoMatch("inputs or functions other than pace-cert's")
+    if not _interface_input(model).type.tensor_type.shape.dim[1].HasField("dim_value"):
+        raise _NoMatch("the input width must be fixed, as pace-cert writes it")
+    opsets = [(o.domain, o.version) for o in model.opset_import]
+    if sorted(opsets) != sorted(PACE_CERT_OPSETS.items()):
+        raise _NoMatch(f"opsets {opsets}, pace-cert writes {PACE_CERT_OPSETS}")
+    if model.ir_version != PACE_CERT_IR_VERSION:
+        raise _NoMatch(f"IR version {model.ir_version}, pace-cert writes {PACE_CERT_IR_VERSION}")
+
+
 def recognise_pace_cert_argmax(model: onnx.ModelProto) -> Ensemble:
-    """pace-cert's own output: TreeEnsembleRegressor -> ArgMax -> Gather(class labels)."""
+    """pace-cert's own output: TreeEnsembleRegressor -> ArgMax -> Gather(class labels),
+    exactly as the writer lays it out (:func:`_check_pace_cert_graph`)."""
     prod = _producers(model)
     gather = prod.get(model.graph.output[0].name)
     if gather is None or gather.op_type != "Gather" or _attrs(gather).get("axis", 0) != 0:
@@ -528,16 +739,18 @@ def recognise_pace_cert_argmax(model: onnx.ModelProto) -> Ensemble:
     if at.get("axis", 0) != 1 or at.get("select_last_index", 0) != 0 or at.get("keepdims", 1):
         raise _NoMatch("ArgMax must be over axis 1, first index, keepdims=0")
     reg = _expect(prod, am.input[0], "TreeEnsembleRegressor")
-    if reg.domain != ML_DOMAIN or reg.input[0] != _interface_input(model).name:
-        raise _NoMatch("regressor must read the model input directly")
+    _check_pace_cert_graph(model, reg, am, gather)
     if _attrs(reg).get("post_transform", b"NONE") not in (b"NONE", "NONE"):
         raise _NoMatch("regressor post_transform must be NONE")
-    if classes.dtype.kind in "iu":
-        classes = classes.astype(np.int64)
-    else:
+    label_type = model.graph.output[0].type.tensor_type.elem_type
+    if classes.dtype == np.int64 and label_type == onnx.TensorProto.INT64:
+        pass
+    elif classes.dtype == object and label_type == onnx.TensorProto.STRING:
         classes = np.array(
             [c.decode() if isinstance(c, bytes) else str(c) for c in classes], object
         )
+    else:
+        raise _NoMatch("the class list must be int64 or strings, as the label output")
     tec = parse_tree_ensemble_classifier(reg, classes)
     k = len(classes)
     if len(tec.base) not in (0, k):
@@ -563,7 +776,7 @@ def recognise_pace_cert_argmax(model: onnx.ModelProto) -> Ensemble:
         kind="margin",
         margin_scale=1.0,
         pattern="pace-cert-argmax",
-        runtime_guard=float32_sum_guard(tec.trees, base),
+        runtime_guard=_sum_guard(tec.trees, base),
         origin=origin,
     )
 
