@@ -15,8 +15,9 @@ import math
 import numpy as np
 
 from .certificate import Certificate, label
-from .ensemble import Ensemble
+from .ensemble import Ensemble, float32_sum_guard
 from .onnx_reader import OnnxModelInfo
+from .pace import required_margin
 
 #: CP-SAT's random_seed is a 32-bit signed integer
 MAX_SEED = 2**31 - 1
@@ -79,11 +80,24 @@ def structural_problems(cert: Certificate, n_features: int) -> list[str]:
     return problems
 
 
+def _constant(ens: Ensemble) -> bool:
+    """A compressed model without trees, which the writer writes as one tree that is a
+    single zero leaf (compress counts no tree)."""
+    return all(len(t.feature) == 1 and not t.value.any() for t in ens.trees)
+
+
+def _required_margin(comp: Ensemble) -> float:
+    """E_req as compress states it: ``pace.required_margin`` of the model it certified
+    (for a constant model, no tree; the writer's zero leaf adds exactly 0)."""
+    if not _constant(comp):
+        return required_margin(comp)
+    return max(float32_sum_guard((), comp.base), 1e-30)
+
+
 def _summary_of(ens: Ensemble) -> dict:
-    """What ``model_summary`` states, as the reader sees the ONNX file. A compressed
-    model without trees is written as one tree that is a single zero leaf: counted as
-    no tree, as compress counts it."""
-    constant = all(len(t.feature) == 1 and not t.value.any() for t in ens.trees)
+    """What ``model_summary`` states, as the reader sees the ONNX file (a constant
+    model counted as no tree, as compress counts it)."""
+    constant = _constant(ens)
     return {
         "trees": 0 if constant else ens.n_trees,
         "max_depth": 0 if constant else ens.max_depth,
@@ -108,11 +122,9 @@ def claim_problems(
     comp_info: OnnxModelInfo,
     c_o: float,
     delta_abs: float | None,
-    e_req: float,
 ) -> list[str]:
     """Claims of ``cert`` the two models (and the region rebuilt from them: margin
-    threshold ``c_o``, plausibility threshold ``delta_abs``, the compressed model's
-    required margin ``e_req``) contradict."""
+    threshold ``c_o``, plausibility threshold ``delta_abs``) contradict."""
     problems: list[str] = []
     for name, stated, ens in (
         ("original", cert.original, orig),
@@ -159,6 +171,7 @@ def claim_problems(
             problems.append(f"region.{key} is {stated!r}, the original gives {actual!r}")
     if reg.eta_units != units:
         problems.append(f"region.eta_units is {reg.eta_units!r}, the original's are {units!r}")
+    e_req = _required_margin(comp)
     if s.certified and not _same(cert.scaling.compressed_margin, e_req):  # else not computed
         problems.append(
             f"scaling.compressed_margin is {cert.scaling.compressed_margin!r}, "

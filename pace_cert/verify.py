@@ -4,7 +4,9 @@ Trusts nothing in the certificate but its stated parameters (eta, delta, binary 
 integer features, bounds): both SHA-256s are recomputed, both ensembles are rebuilt from the
 ONNX files, the plausibility region from its artifact, and fresh CP-SAT models are
 solved (no object is shared with ``compress``). Every history point (and optionally the
-data, and optionally every cell of small models) is replayed through onnxruntime.
+data, and optionally every cell of small models) is replayed through onnxruntime. The
+certificate's other statements are claims about the two files and are checked against
+them (``claims.py``, learners, witnesses): one the models contradict refutes it.
 """
 
 from __future__ import annotations
@@ -215,7 +217,7 @@ def _prove(
         "delta": cert.region.delta,
         "delta_abs": delta_abs,
     }
-    problems = claim_problems(cert, orig, comp, *infos, c_o, delta_abs, required_margin(comp))
+    problems = claim_problems(cert, orig, comp, *infos, c_o, delta_abs)
     if forest is not None and forest.delta_abs > plausibility_ceiling(forest):
         problems.append(
             f"region.delta_abs {forest.delta_abs!r} exceeds every plausibility score the "
