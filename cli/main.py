@@ -264,6 +264,12 @@ def verify(
                     f"with onnxruntime; no faithful model of fewer than {rep.witness_bound} "
                     "trees of the original's depth"
                 )
+            sb = rep.size_lower_bound
+            if rep.exit_code == 0 and sb is not None and sb > (rep.witness_bound or 0):
+                typer.echo(
+                    f"size lower bound: the certificate states {sb} trees from compress's CP-SAT "
+                    "synthesis proofs, which verify does not re-check"
+                )
             if rep.merged_trees_checked:
                 typer.echo(
                     f"learners: the {rep.merged_trees_checked} original trees the certificate "

@@ -53,6 +53,8 @@ class VerifyReport:
     data_outside_domain: int | None = None  # of them outside the stated domain (not covered)
     witnesses_checked: int | None = None  # boundary witnesses re-checked (size lower bound)
     witness_bound: int | None = None  # the bound they give: fewer trees cannot be faithful
+    size_lower_bound: int | None = None  # the certificate's bound (>= witness_bound; the
+    # rest, from compress's CP-SAT synthesis proofs, is not re-checked)
     merged_trees_checked: int | None = None  # original trees named by learners, re-checked
 
     def to_json(self) -> dict:
@@ -71,6 +73,7 @@ class VerifyReport:
             "data_outside_domain": self.data_outside_domain,
             "witnesses_checked": self.witnesses_checked,
             "witness_bound": self.witness_bound,
+            "size_lower_bound": self.size_lower_bound,
             "merged_trees_checked": self.merged_trees_checked,
         }
 
@@ -340,6 +343,7 @@ def _faithfulness(
     if cert.summary.witness_bound is not None:
         rep.witnesses_checked = len(cert.summary.boundary_witnesses)
         rep.witness_bound = cert.summary.witness_bound
+    rep.size_lower_bound = cert.summary.size_lower_bound
     if _checks_learners(cert):
         rep.merged_trees_checked = sum(len(lr.original_trees) for lr in cert.learners)
     return rep
