@@ -400,6 +400,25 @@ def _producers(model: onnx.ModelProto) -> dict[str, onnx.NodeProto]:
     return {o: n for n in model.graph.node for o in n.output}
 
 
+def _label_source(model: onnx.ModelProto, prod) -> tuple[str, list[int]]:
+    """The tensor the label output copies, and the Cast targets on the way: skl2onnx
+    ends the label path with Identity nodes (string labels, zipmap on) or Casts to
+    int64 (int64 labels, zipmap on), which leave every label as it is when the labels
+    are int64 already (the recognisers check that with the class list)."""
+    label, casts = model.graph.output[0].name, []
+    while prod.get(label) is not None and prod[label].op_type in ("Identity", "Cast"):
+        n = prod[label]
+        if n.op_type == "Cast":
+            casts.append(_attrs(n).get("to"))
+        label = n.input[0]
+    return label, casts
+
+
+def _check_label_casts(casts: list[int], classes: np.ndarray) -> None:
+    if casts and (set(casts) != {onnx.TensorProto.INT64} or classes.dtype.kind not in "iu"):
+        raise _NoMatch("the label may only be cast from int64 class labels to int64")
+
+
 def recognise_tree_ensemble_classifier(model: onnx.ModelProto) -> Ensemble:
     """skl2onnx RandomForest / ExtraTrees / GradientBoosting / DecisionTree classifiers."""
     nodes = model.graph.node
@@ -413,14 +432,13 @@ def recognise_tree_ensemble_classifier(model: onnx.ModelProto) -> Ensemble:
     if node.domain != ML_DOMAIN:
         raise _NoMatch("TreeEnsembleClassifier outside ai.onnx.ml")
     prod = _producers(model)
-    label = model.graph.output[0].name
-    while prod.get(label) is not None and prod[label].op_type in ("Identity",):
-        label = prod[label].input[0]
+    label, casts = _label_source(model, prod)
     if prod.get(label) is not node or label != node.output[0]:
         raise _NoMatch("the label output does not come from the TreeEnsembleClassifier")
     if node.input[0] != _interface_input(model).name:
         raise _NoMatch("the tree ensemble does not read the model input directly")
     tec = parse_tree_ensemble_classifier(node)
+    _check_label_casts(casts, tec.classes)
     trees, base, kind, scale, rule = _decision_from_tec(tec)
     guard = _sum_guard(trees, base)
     return Ensemble(
@@ -549,18 +567,13 @@ def _check_row_normaliser(model: onnx.ModelProto, prod, add: onnx.NodeProto, exp
 def recognise_adaboost_samme(model: onnx.ModelProto) -> Ensemble:
     """skl2onnx AdaBoostClassifier (SAMME): many TreeEnsembleClassifier nodes + vote graph."""
     prod = _producers(model)
-    label_name = model.graph.output[0].name
+    label_name, casts = _label_source(model, prod)
     n = prod.get(label_name)
-    cast_to = None
-    if n is not None and n.op_type == "Cast":
-        cast_to = _attrs(n).get("to")
-        n = prod.get(n.input[0])
     if n is None or n.op_type != "Reshape":
         raise _NoMatch("label is not Reshape(ArrayFeatureExtractor(classes, ArgMax))")
     afe = _expect(prod, n.input[0], "ArrayFeatureExtractor")
     classes = _const(model, afe.input[0]).reshape(-1)
-    if cast_to is not None and (cast_to != onnx.TensorProto.INT64 or classes.dtype.kind != "i"):
-        raise _NoMatch("the label may only be cast from int64 class labels to int64")
+    _check_label_casts(casts, classes)
     am = _expect(prod, afe.input[1], "ArgMax")
     if _attrs(am).get("axis", 0) != 1 or _attrs(am).get("select_last_index", 0) != 0:
         raise _NoMatch("final ArgMax must be over axis 1, first index")

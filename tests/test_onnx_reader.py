@@ -73,6 +73,47 @@ def test_string_labels_rf_and_adaboost():
         assert list(ens.predict(P)) == list(labels(session(model.SerializeToString()), P))
 
 
+@pytest.mark.parametrize("kind", ["rf", "et", "ada", "gb", "dt"])
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("string_labels", [False, True])
+def test_zipmap_exports_read_like_onnxruntime(kind, n_classes, string_labels):
+    """skl2onnx with zipmap on (its default) ends the label path with Identity (string
+    labels) or Cast-to-int64 nodes (int64 labels; AdaBoost two of them): read, and
+    labelled as onnxruntime labels them on every cell. Before, every int64 export and
+    string AdaBoost were rejected."""
+    from skl2onnx import to_onnx
+    from sklearn.tree import DecisionTreeClassifier
+
+    from pace_cert import zoo
+
+    X, y = small_problem(1, n_features=3, n_classes=n_classes)
+    if string_labels:
+        y = np.array(["ash", "birch", "cedar"])[y]
+    m = DecisionTreeClassifier(max_depth=2, random_state=0) if kind == "dt" else None
+    m = (m or zoo.make_model(kind, 4, 2, 0)).fit(X, y)
+    model = to_onnx(m, X[:1].astype(np.float32), options={id(m): {"zipmap": True}})
+    assert any(n.op_type == "ZipMap" for n in model.graph.node)
+    ens, info = ensemble_from_model(model)
+    assert info.label_is_string == string_labels
+    grid = np.array(list(itertools.product(*build_domain(ens.trees, 3).reps)), np.float32)
+    assert list(ens.predict(grid)) == list(labels(session(model.SerializeToString()), grid))
+
+
+def test_a_label_cast_to_another_type_is_rejected():
+    """Only int64 -> int64 Casts are identities; a Cast that changes the label type
+    (here int64 -> float) is not read."""
+    from pace_cert import zoo
+
+    X, y = small_problem(1, n_features=3, n_classes=2)
+    model = zoo.export_onnx(zoo.make_model("rf", 3, 2, 0).fit(X, y), 3)
+    g = model.graph
+    old = g.output[0].name
+    g.node.append(helper.make_node("Cast", [old], ["relabelled"], to=TensorProto.FLOAT))
+    g.output[0].name = "relabelled"
+    with pytest.raises(UnsupportedModel):
+        ensemble_from_model(model)
+
+
 # --- onnxruntime's binary quirks, measured on 1.32 and pinned here ---------------------
 
 GRID = np.array([[-1.0], [0.0], [1.0]], np.float32)
