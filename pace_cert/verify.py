@@ -231,6 +231,10 @@ def _prove(
         from .data import read_csv
 
         X_data = read_csv(data_path, orig.classes, orig.n_features).X.astype(np.float32)
+    if exhaustive and _cell_count(domain) > EXHAUSTIVE_LIMIT:  # before any solving
+        raise InputError(
+            None, f"--exhaustive: {_cell_count(domain)} cells exceed {EXHAUSTIVE_LIMIT}"
+        )
     rep = _faithfulness(
         cert, orig, comp, forest, domain, c_o, (so, sc), threads, time_limit, exhaustive, X_data
     )
@@ -330,9 +334,7 @@ def _faithfulness(
         )
     n_cells = None
     if exhaustive:
-        n_cells = int(np.prod([int(domain.allowed(i).sum()) for i in range(orig.n_features)]))
-        if n_cells > EXHAUSTIVE_LIMIT:
-            raise InputError(None, f"--exhaustive: {n_cells} cells exceed {EXHAUSTIVE_LIMIT}")
+        n_cells = _cell_count(domain)
         reps = [domain.reps[i][domain.allowed(i)] for i in range(orig.n_features)]
         grid = np.array(list(itertools.product(*reps)), np.float32).reshape(-1, orig.n_features)
         bad = _disagreements(orig, c_o, forest, domain, grid, so, sc)
@@ -350,6 +352,11 @@ def _faithfulness(
     if _checks_learners(cert):
         rep.merged_trees_checked = sum(len(lr.original_trees) for lr in cert.learners)
     return rep
+
+
+def _cell_count(domain) -> int:
+    """Cells of the domain an exhaustive replay visits (one representative each)."""
+    return int(np.prod([int(domain.allowed(i).sum()) for i in range(domain.n_features)]))
 
 
 def _checks_learners(cert: Certificate) -> bool:

@@ -256,3 +256,20 @@ def test_an_original_learner_with_other_leaf_values_is_refuted(run, tmp_path):
     no_internal_error(res)
     assert res.exit_code == 1, res.output
     assert f"tree {lr['index']}'s leaf values are not weight" in res.stdout, res.stdout
+
+
+def test_exhaustive_on_too_many_cells_is_bad_input_before_solving(run, tmp_path, monkeypatch):
+    """--exhaustive on a domain beyond its limit fails at once (exit 3), without first
+    running the CP-SAT proof it cannot complete anyway."""
+    from pace_cert import verify
+    from pace_cert.oracle import SeparationOracle
+
+    def no_proof(*args, **kwargs):
+        raise AssertionError("the proof ran")
+
+    monkeypatch.setattr(verify, "EXHAUSTIVE_LIMIT", 1)
+    monkeypatch.setattr(SeparationOracle, "separate", no_proof)
+    comp, cert, _ = copy_run(run, tmp_path)
+    res = invoke("verify", run.model, comp, cert, "--exhaustive")
+    assert res.exit_code == 3, res.output
+    assert "--exhaustive" in res.stderr and "cells exceed" in res.stderr
