@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -355,8 +356,10 @@ def _faithfulness(
 
 
 def _cell_count(domain) -> int:
-    """Cells of the domain an exhaustive replay visits (one representative each)."""
-    return int(np.prod([int(domain.allowed(i).sum()) for i in range(domain.n_features)]))
+    """Cells of the domain an exhaustive replay visits (one representative each); an
+    exact Python integer (numpy's int64 product wrapped negative on 7 features of ~1,000
+    cells, passed the limit check and ran out of memory)."""
+    return math.prod(int(domain.allowed(i).sum()) for i in range(domain.n_features))
 
 
 def _checks_learners(cert: Certificate) -> bool:
