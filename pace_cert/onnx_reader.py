@@ -668,23 +668,26 @@ def recognise_adaboost_samme(model: onnx.ModelProto) -> Ensemble:
 
 PACE_CERT_OPSETS = {"": 17, ML_DOMAIN: 3}  # what onnx_writer.ensemble_to_onnx writes
 PACE_CERT_IR_VERSION = 8
+#: per-node attributes of a tree-ensemble node (one entry per node, in this order)
+NODE_ATTRS = (
+    "nodes_treeids",
+    "nodes_nodeids",
+    "nodes_featureids",
+    "nodes_values",
+    "nodes_modes",
+    "nodes_truenodeids",
+    "nodes_falsenodeids",
+)
+#: per-leaf-weight attributes of a TreeEnsembleRegressor
+TARGET_ATTRS = ("target_treeids", "target_nodeids", "target_ids", "target_weights")
 _PACE_CERT_ATTRS = {
     "TreeEnsembleRegressor": {
         "n_targets",
         "aggregate_function",
         "post_transform",
         "base_values",
-        "nodes_treeids",
-        "nodes_nodeids",
-        "nodes_featureids",
-        "nodes_values",
-        "nodes_modes",
-        "nodes_truenodeids",
-        "nodes_falsenodeids",
-        "target_treeids",
-        "target_nodeids",
-        "target_ids",
-        "target_weights",
+        *NODE_ATTRS,
+        *TARGET_ATTRS,
     },
     "ArgMax": {"axis", "keepdims", "select_last_index"},
     "Gather": {"axis"},

@@ -23,7 +23,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from . import __version__
 from .ensemble import LEAF, Ensemble
-from .onnx_reader import OnnxModelInfo
+from .onnx_reader import NODE_ATTRS, TARGET_ATTRS, OnnxModelInfo
 
 
 def _is_f32(a: np.ndarray) -> bool:
@@ -37,21 +37,8 @@ def ensemble_to_onnx(ens: Ensemble, info: OnnxModelInfo) -> onnx.ModelProto:
     if not _is_f32(ens.base):
         raise ValueError("base scores must be float32 values")
     k = ens.n_classes
-    nodes: dict[str, list] = {
-        key: []
-        for key in (
-            "nodes_treeids",
-            "nodes_nodeids",
-            "nodes_featureids",
-            "nodes_values",
-            "nodes_modes",
-            "nodes_truenodeids",
-            "nodes_falsenodeids",
-        )
-    }
-    targets: dict[str, list] = {
-        key: [] for key in ("target_treeids", "target_nodeids", "target_ids", "target_weights")
-    }
+    nodes: dict[str, list] = {key: [] for key in NODE_ATTRS}
+    targets: dict[str, list] = {key: [] for key in TARGET_ATTRS}
     trees = ens.trees
     if not trees:  # a constant model: one tree that is a single zero leaf
         nodes["nodes_treeids"].append(0)

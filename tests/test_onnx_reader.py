@@ -14,7 +14,12 @@ from pace_cert import zoo
 from pace_cert.domain import build_domain
 from pace_cert.ensemble import FLOAT32_SAFE_SUM, LEAF, Tree, float32_sum_guard
 from pace_cert.errors import InputError
-from pace_cert.onnx_reader import UnsupportedModel, ensemble_from_model, read_ensemble
+from pace_cert.onnx_reader import (
+    NODE_ATTRS,
+    UnsupportedModel,
+    ensemble_from_model,
+    read_ensemble,
+)
 from pace_cert.onnx_writer import ensemble_to_onnx
 from pace_cert.runtime import labels, session
 
@@ -158,15 +163,6 @@ def test_rejects_what_it_cannot_model():
 
 # --- graphs the reader would read differently from onnxruntime are rejected ----------
 
-NODE_ATTRS = (
-    "nodes_treeids",
-    "nodes_nodeids",
-    "nodes_featureids",
-    "nodes_values",
-    "nodes_modes",
-    "nodes_truenodeids",
-    "nodes_falsenodeids",
-)
 GRID3 = np.array(list(itertools.product(np.arange(-1.0, 4.5, 0.25), repeat=3)), np.float32)
 
 
