@@ -39,7 +39,7 @@ from .errors import InputError
 from .onnx_reader import load_onnx, read_ensemble
 from .onnx_writer import ensemble_to_onnx, write_atomic
 from .oracle import CPSAT_PARAMS, MAX_ATTEMPTS
-from .pace import CompressConfig, CompressResult, Progress, compress
+from .pace import CompressConfig, CompressResult, Progress, compress, eta_units
 from .runtime import loadable_session
 from .scaling import BITS
 
@@ -239,7 +239,7 @@ def build_certificate(
         learners=learners,
         region=Region(
             eta=cfg.eta,
-            eta_units="vote share" if r.original.kind == "voting" else "raw score",
+            eta_units=eta_units(r.original),
             margin_scale=r.original.margin_scale,
             runtime_guard=r.original.runtime_guard,
             margin_threshold=r.region.margin,

@@ -17,7 +17,7 @@ import numpy as np
 from .certificate import Certificate, label
 from .ensemble import Ensemble, float32_sum_guard
 from .onnx_reader import OnnxModelInfo
-from .pace import required_margin
+from .pace import eta_units, required_margin
 
 #: CP-SAT's random_seed is a 32-bit signed integer
 MAX_SEED = 2**31 - 1
@@ -80,7 +80,7 @@ def structural_problems(cert: Certificate, n_features: int) -> list[str]:
     return problems
 
 
-def _constant(ens: Ensemble) -> bool:
+def is_constant(ens: Ensemble) -> bool:
     """A compressed model without trees, which the writer writes as one tree that is a
     single zero leaf (compress counts no tree)."""
     return all(len(t.feature) == 1 and not t.value.any() for t in ens.trees)
@@ -89,7 +89,7 @@ def _constant(ens: Ensemble) -> bool:
 def _required_margin(comp: Ensemble) -> float:
     """E_req as compress states it: ``pace.required_margin`` of the model it certified
     (for a constant model, no tree; the writer's zero leaf adds exactly 0)."""
-    if not _constant(comp):
+    if not is_constant(comp):
         return required_margin(comp)
     return max(float32_sum_guard((), comp.base), 1e-30)
 
@@ -97,7 +97,7 @@ def _required_margin(comp: Ensemble) -> float:
 def _summary_of(ens: Ensemble) -> dict:
     """What ``model_summary`` states, as the reader sees the ONNX file (a constant
     model counted as no tree, as compress counts it)."""
-    constant = _constant(ens)
+    constant = is_constant(ens)
     return {
         "trees": 0 if constant else ens.n_trees,
         "max_depth": 0 if constant else ens.max_depth,
@@ -161,7 +161,7 @@ def claim_problems(
                 f"model's {cert.compressed.trees} trees"
             )
     reg = cert.region
-    units = "vote share" if orig.kind == "voting" else "raw score"
+    units = eta_units(orig)
     for key, stated, actual in (
         ("margin_scale", reg.margin_scale, orig.margin_scale),
         ("runtime_guard", reg.runtime_guard, orig.runtime_guard),

@@ -242,6 +242,11 @@ def region_margin(original: Ensemble, eta: float) -> float:
     return max(eta * original.margin_scale, original.runtime_guard)
 
 
+def eta_units(original: Ensemble) -> str:
+    """What eta measures for this original (the certificate's ``region.eta_units``)."""
+    return "vote share" if original.kind == "voting" else "raw score"
+
+
 def leaf_values(learners: list[Tree], X: np.ndarray) -> np.ndarray:
     """H[i, t, k] = h_t,k(x_i) for float32 rows X."""
     K = learners[0].value.shape[1] if learners else 0

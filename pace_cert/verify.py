@@ -22,14 +22,14 @@ import numpy as np
 from pydantic import ValidationError
 
 from .certificate import Certificate, label
-from .claims import claim_problems, domain_arrays, structural_problems
+from .claims import claim_problems, domain_arrays, is_constant, structural_problems
 from .domain import build_domain
 from .ensemble import LEAF
 from .errors import InputError
 from .merge import structure_key
 from .onnx_reader import ensemble_from_model, load_onnx
 from .oracle import RegionSpec, ScoreModel, SeparationOracle
-from .pace import region_margin, required_margin
+from .pace import eta_units, region_margin, required_margin
 from .region import region_mask
 from .runtime import labels, loadable_session
 from .witness import Witness, check_witnesses
@@ -216,26 +216,26 @@ def _prove(
     delta_abs = None if forest is None else forest.delta_abs
     stated = {
         "eta": eta,
-        "eta_units": "vote share" if orig.kind == "voting" else "raw score",
+        "eta_units": eta_units(orig),
         "margin_threshold": c_o,
         "delta": cert.region.delta,
         "delta_abs": delta_abs,
     }
     problems = claim_problems(cert, orig, comp, *infos, c_o, delta_abs)
-    if forest is not None and forest.delta_abs > plausibility_ceiling(forest):
+    ceiling = None if forest is None else plausibility_ceiling(forest)
+    if ceiling is not None and forest.delta_abs > ceiling:
         problems.append(
             f"region.delta_abs {forest.delta_abs!r} exceeds every plausibility score the "
-            f"artifact can give ({plausibility_ceiling(forest)!r}): the region is empty"
+            f"artifact can give ({ceiling!r}): the region is empty"
         )
     X_data = None
     if data_path is not None:
         from .data import read_csv
 
         X_data = read_csv(data_path, orig.classes, orig.n_features).X.astype(np.float32)
-    if exhaustive and _cell_count(domain) > EXHAUSTIVE_LIMIT:  # before any solving
-        raise InputError(
-            None, f"--exhaustive: {_cell_count(domain)} cells exceed {EXHAUSTIVE_LIMIT}"
-        )
+    n_cells = _cell_count(domain) if exhaustive else 0
+    if n_cells > EXHAUSTIVE_LIMIT:  # before any solving
+        raise InputError(None, f"--exhaustive: {n_cells} cells exceed {EXHAUSTIVE_LIMIT}")
     rep = _faithfulness(
         cert, orig, comp, forest, domain, c_o, (so, sc), threads, time_limit, exhaustive, X_data
     )
@@ -384,7 +384,7 @@ def _learner_problems(cert: Certificate, orig, comp) -> list[str]:
     if not _checks_learners(cert):
         return []
     lrs = cert.learners
-    if not lrs and all(len(t.feature) == 1 and not t.value.any() for t in comp.trees):
+    if not lrs and is_constant(comp):
         return []  # a constant model: the writer's one zero leaf stands for no trees
     if [lr.index for lr in lrs] != list(range(comp.n_trees)):
         return [f"{len(lrs)} entries for {comp.n_trees} compressed trees (or out of order)"]

@@ -55,6 +55,17 @@ def _relabel_history(d):
     h["original_label"] = next(c for c in d["original"]["classes"] if c != h["original_label"])
 
 
+def _history_label_not_a_class(d):
+    p = next(p for p in d["pairs"] if p["history"])
+    p["history"][0]["compressed_label"] = 7
+
+
+def _bound_below_witnesses(d):
+    s = d["summary"]
+    assert s["witness_bound"] is not None and s["witness_bound"] >= 1  # precondition
+    s["size_lower_bound"] = s["witness_bound"] - 1
+
+
 def _downgrade_and_scramble_learners(d):
     d["schema_version"] = "1.2"
     for lr in d["learners"]:
@@ -84,6 +95,8 @@ def _more_trees_after(d):
         (_drop_pair, "pairs: 1 entries"),
         (_history_of_other_pair, "history points of another pair"),
         (_relabel_history, "states original label"),
+        (_history_label_not_a_class, "history labels the models do not have"),
+        (_bound_below_witnesses, "below its own witness_bound"),
         (_more_trees, "original.trees"),
         (_more_trees_after, "summary.trees_after"),
         (_swap_classes, "compressed.classes"),
@@ -285,3 +298,16 @@ def test_cell_count_does_not_overflow():
     dom = SimpleNamespace(n_features=7, allowed=lambda i: np.ones(sizes[i], bool))
     n = _cell_count(dom)
     assert n == 1065 * 1070 * 1028 * 991 * 1025 * 1061 * 1045 > 2**63 > EXHAUSTIVE_LIMIT
+
+
+def test_delta_abs_stated_without_delta_is_refuted(compress_run, tmp_path):
+    """With delta 0 there is no plausibility bound; a certificate stating one anyway
+    claims a region verify did not prove over."""
+    r = compress_run("compas", "rf", 20, 2, "--mode", "prune")
+    assert r.exit_code == 0, (r.stdout, r.stderr)
+    comp, cert, _ = copy_run(r, tmp_path)
+    edit_cert(cert, _set("region", "delta_abs", value=5.0))
+    res = invoke("verify", r.model, comp, cert)
+    no_internal_error(res)
+    assert res.exit_code == 1, res.output
+    assert "region.delta_abs" in res.stdout
