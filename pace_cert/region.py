@@ -63,3 +63,26 @@ def region_mask(original: Ensemble, c_o: float, forest, X: np.ndarray, domain=No
     if domain is not None:
         keep &= domain.contains(X)
     return keep
+
+
+PROBE_MOVES = 4  # at most this many features of a probe point come from other rows
+
+
+def probe_points(X: np.ndarray, n: int, seed: int, moves: int = PROBE_MOVES) -> np.ndarray:
+    """``n`` float32 points near the rows ``X`` (shape (rows, features)), for replaying a
+    certificate's claim where no data row lies: each is a random row of ``X`` with 1 to
+    ``moves`` random features replaced by the same feature's value in other random rows.
+    Every coordinate is a value that its feature takes in ``X``, so binary and integer
+    features keep their kind. Deterministic for a given ``seed``; finds disagreements,
+    proves nothing."""
+    X = np.asarray(X, np.float32)
+    if n <= 0 or len(X) == 0:
+        return np.zeros((0, X.shape[1] if X.ndim == 2 else 0), np.float32)
+    rng = np.random.default_rng(seed)
+    P = X[rng.integers(len(X), size=n)].copy()
+    k = rng.integers(1, moves + 1, size=n)
+    for j in range(moves):
+        rows = np.flatnonzero(k > j)
+        f = rng.integers(X.shape[1], size=len(rows))
+        P[rows, f] = X[rng.integers(len(X), size=len(rows)), f]
+    return P

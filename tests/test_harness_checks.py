@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from pace_cert.pace import CompressConfig, compress
+from pace_cert.region import probe_points
 
 from .helpers import benchmark_module
 
@@ -37,3 +38,41 @@ def test_global_check_covers_the_region_not_near_ties(harness):
     one_label = dataclasses.replace(res.compressed, base=np.array([0.0, 1e6]))  # always 1
     with pytest.raises(harness.MismatchError, match="certified global compression"):
         harness.check_compressed(cfg, prep, dataclasses.replace(res, compressed=one_label))
+
+
+@pytest.fixture(scope="module")
+def regional(harness):
+    """compas RF 25 x depth 2, eta = delta = 0.1, prune: a certified regional result."""
+    cfg = harness.Config("compas", "rf", 25, 2, "prune", 0.1, 0.1, 0)
+    prep = harness.prepare(cfg)
+    res = compress(prep.original, prep.X_train, CompressConfig(mode="prune", eta=0.1, delta=0.1))
+    assert res.certified and res.plausibility is not None
+    return cfg, prep, res
+
+
+def test_region_probe_reaches_region_points_that_are_no_data_rows(harness, regional):
+    _, prep, res = regional
+    P = probe_points(prep.X_train, harness.PROBE_POINTS, 0)
+    for f in range(P.shape[1]):  # every coordinate is a value the feature takes
+        assert np.isin(P[:, f], prep.X_train[:, f]).all()
+    inside = P[harness.region_mask(prep.original, res.region.margin, res.plausibility, P)]
+    rows = {r.tobytes() for r in prep.X_train}
+    new = sum(p.tobytes() not in rows for p in inside)
+    assert new >= 1000  # the check covers the region beyond the training rows
+
+
+def test_regional_check_catches_a_model_that_disagrees_in_the_region(harness, regional):
+    cfg, prep, res = regional
+    assert {"regional-faithful", "region-probe"} <= set(harness.check_compressed(cfg, prep, res))
+    one_label = dataclasses.replace(res.compressed, base=np.array([0.0, 1e6]))  # always 1
+    with pytest.raises(harness.MismatchError, match="certified regional compression"):
+        harness.check_compressed(cfg, prep, dataclasses.replace(res, compressed=one_label))
+    # the probe alone: data rows whose reference labels are the lying model's own pass
+    # the row checks, and the random region points still expose it
+    lying_ref = dataclasses.replace(
+        prep,
+        ort_train=one_label.predict(prep.X_train),
+        ort_test=one_label.predict(prep.X_test),
+    )
+    with pytest.raises(harness.MismatchError, match="random points in the region"):
+        harness.check_compressed(cfg, lying_ref, dataclasses.replace(res, compressed=one_label))
