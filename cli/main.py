@@ -221,6 +221,14 @@ def verify(
         bool,
         typer.Option(help="Second backend: enumerate every cell (small models only)."),
     ] = False,
+    probe: Annotated[
+        int,
+        typer.Option(
+            help="With --data: also replay N random points near the data rows (a row with "
+            "1-4 features taken from other rows) through onnxruntime; one inside the region "
+            "where the models disagree refutes. A solver-free check, not a proof."
+        ),
+    ] = 0,
     threads: ThreadsOpt = 2,
     time_limit: Annotated[float | None, typer.Option(help="Seconds for the proof.")] = None,
     as_json: JsonOpt = False,
@@ -239,6 +247,7 @@ def verify(
             time_limit=time_limit,
             exhaustive=exhaustive,
             data_path=data,
+            probe=probe,
         )
         if as_json:
             _print_json(rep.to_json())
@@ -257,6 +266,11 @@ def verify(
                         if rep.data_outside_domain
                         else ""
                     )
+                )
+            if rep.probe_points is not None:
+                typer.echo(
+                    f"probe: {rep.probe_points} random points near the data replayed, "
+                    f"{rep.probe_inside} inside the region"
                 )
             if rep.witnesses_checked:
                 typer.echo(

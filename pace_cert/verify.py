@@ -4,7 +4,8 @@ Trusts nothing in the certificate but its stated parameters (eta, delta, binary 
 integer features, bounds): both SHA-256s are recomputed, both ensembles are rebuilt from the
 ONNX files, the plausibility region from its artifact, and fresh CP-SAT models are
 solved (no object is shared with ``compress``). Every history point (and optionally the
-data, and optionally every cell of small models) is replayed through onnxruntime. The
+data, random points near it, and every cell of small models) is replayed through
+onnxruntime. The
 certificate's other statements are claims about the two files and are checked against
 them (``claims.py``, learners, witnesses): one the models contradict refutes it.
 """
@@ -30,7 +31,7 @@ from .merge import structure_key
 from .onnx_reader import ensemble_from_model, load_onnx
 from .oracle import RegionSpec, ScoreModel, SeparationOracle
 from .pace import eta_units, region_margin, required_margin
-from .region import region_mask
+from .region import probe_points, region_mask
 from .runtime import labels, loadable_session
 from .witness import Witness, check_witnesses
 from .witness import size_bound as witness_size_bound
@@ -52,6 +53,8 @@ class VerifyReport:
     data_rows: int | None = None  # --data: rows replayed
     data_inside: int | None = None  # of them inside the region (domain included)
     data_outside_domain: int | None = None  # of them outside the stated domain (not covered)
+    probe_points: int | None = None  # --probe: random points near the data replayed
+    probe_inside: int | None = None  # of them inside the region
     witnesses_checked: int | None = None  # boundary witnesses re-checked (size lower bound)
     witness_bound: int | None = None  # the bound they give: fewer trees cannot be faithful
     size_lower_bound: int | None = None  # the certificate's bound (>= witness_bound; the
@@ -72,6 +75,8 @@ class VerifyReport:
             "data_rows": self.data_rows,
             "data_inside_region": self.data_inside,
             "data_outside_domain": self.data_outside_domain,
+            "probe_points": self.probe_points,
+            "probe_inside_region": self.probe_inside,
             "witnesses_checked": self.witnesses_checked,
             "witness_bound": self.witness_bound,
             "size_lower_bound": self.size_lower_bound,
@@ -145,15 +150,33 @@ def run_verify(
     time_limit: float | None = None,
     exhaustive: bool = False,
     data_path: Path | None = None,
+    probe: int = 0,
 ) -> VerifyReport:
-    """Re-prove the certificate; the report names the input domain the proof covers."""
+    """Re-prove the certificate; the report names the input domain the proof covers.
+
+    ``probe``: also replay this many random points near the ``data_path`` rows
+    (:func:`pace_cert.region.probe_points`, seeded by the certificate's seed) through
+    onnxruntime; one inside the region where the two models disagree refutes the
+    certificate. Uses no solver: a check on the proof, not a second proof."""
     if threads < 1:
         raise InputError(None, f"--threads must be >= 1, got {threads}")
     if time_limit is not None and not time_limit > 0:  # NaN too
         raise InputError(None, f"--time-limit must be > 0, got {time_limit}")
+    if probe < 0:
+        raise InputError(None, f"--probe must be >= 0, got {probe}")
+    if probe and data_path is None:
+        raise InputError(None, "--probe needs --data (its points are drawn near the data rows)")
     cert = load_certificate(cert_path)
     return _prove(
-        cert, cert_path, original_path, compressed_path, threads, time_limit, exhaustive, data_path
+        cert,
+        cert_path,
+        original_path,
+        compressed_path,
+        threads,
+        time_limit,
+        exhaustive,
+        data_path,
+        probe,
     )
 
 
@@ -166,6 +189,7 @@ def _prove(
     time_limit: float | None,
     exhaustive: bool,
     data_path: Path | None,
+    probe: int = 0,
 ) -> VerifyReport:
     load_onnx(original_path)
     load_onnx(compressed_path)
@@ -233,11 +257,13 @@ def _prove(
         from .data import read_csv
 
         X_data = read_csv(data_path, orig.classes, orig.n_features).X.astype(np.float32)
+    X_probe = None if X_data is None else probe_points(X_data, probe, cert.seed)
     n_cells = _cell_count(domain) if exhaustive else 0
     if n_cells > EXHAUSTIVE_LIMIT:  # before any solving
         raise InputError(None, f"--exhaustive: {n_cells} cells exceed {EXHAUSTIVE_LIMIT}")
+    replay = None if X_data is None else np.vstack([X_data, X_probe])
     rep = _faithfulness(
-        cert, orig, comp, forest, domain, c_o, (so, sc), threads, time_limit, exhaustive, X_data
+        cert, orig, comp, forest, domain, c_o, (so, sc), threads, time_limit, exhaustive, replay
     )
     if problems and rep.exit_code != 1:  # a counterexample says more; else the claims
         rep = VerifyReport(1, "refuted", "certificate: " + "; ".join(problems[:3]), rep.pairs)
@@ -246,6 +272,9 @@ def _prove(
         rep.data_rows = len(X_data)
         rep.data_inside = int(region_mask(orig, c_o, forest, X_data, domain).sum())
         rep.data_outside_domain = int((~domain.contains(X_data)).sum())
+    if probe:
+        rep.probe_points = len(X_probe)
+        rep.probe_inside = int(region_mask(orig, c_o, forest, X_probe, domain).sum())
     return rep
 
 

@@ -311,3 +311,76 @@ def test_delta_abs_stated_without_delta_is_refuted(compress_run, tmp_path):
     no_internal_error(res)
     assert res.exit_code == 1, res.output
     assert "region.delta_abs" in res.stdout
+
+
+def test_probe_replays_random_points_near_the_data(run, tmp_path):
+    comp, cert, _ = copy_run(run, tmp_path)
+    args = ("verify", run.model, comp, cert, "--data", run.data, "--probe", 5000)
+    rep = json.loads(invoke(*args, "--json").stdout)
+    assert rep["status"] == "verified", rep
+    assert rep["probe_points"] == 5000
+    assert rep["probe_inside_region"] > 500  # the replay reaches the region, not only rows
+    res = invoke(*args)
+    assert "probe: 5000 random points near the data replayed, " in res.stdout
+
+
+@pytest.mark.parametrize("args", [["--probe", "100"], ["--probe", "-1", "--data", "DATA"]])
+def test_bad_probes_are_bad_input(run, tmp_path, args):
+    comp, cert, _ = copy_run(run, tmp_path)
+    res = invoke("verify", run.model, comp, cert, *[run.data if a == "DATA" else a for a in args])
+    assert res.exit_code == 3, res.output
+    assert "--probe" in res.stderr
+    no_internal_error(res)
+
+
+def test_probe_refutes_a_model_the_proof_let_through(run, tmp_path, monkeypatch):
+    """The probe checks the proof without trusting it. Fault injection: an oracle that
+    answers INFEASIBLE for every pair (a bug it must not depend on) lets a tampered model
+    through the proof, and neither the history (emptied) nor the data rows (only those
+    where both models agree) show the disagreement; the probe's onnxruntime replay finds
+    it at a point of the region that is no data row."""
+    from pace_cert.onnx_reader import read_ensemble
+    from pace_cert.oracle import PairResult, SeparationOracle
+    from pace_cert.plausibility import load_artifact
+    from pace_cert.region import region_mask
+    from pace_cert.runtime import labels, session
+
+    from .test_end_to_end import read_rows, tamper_leaves
+
+    comp, cert, out = copy_run(run, tmp_path)
+    tamper_leaves(comp, comp, factor=4.0)
+
+    def no_history(d):
+        d["compressed"]["sha256"] = sha(comp)
+        for p in d["pairs"]:
+            p["history"] = []
+
+    edit_cert(cert, no_history)
+    X = read_rows(run.data)
+    lo = labels(session(run.model.read_bytes()), X)
+    lt = labels(session(comp.read_bytes()), X)
+    assert (lo != lt).any()  # precondition: the tampered model disagrees somewhere
+    agree = tmp_path / "agree.csv"
+    header = run.data.read_text().splitlines()[0]
+    keep = lo == lt
+    rows = np.column_stack([X[keep], lo[keep]])
+    np.savetxt(agree, rows, delimiter=",", header=header, comments="", fmt="%.9g")
+
+    def every_pair_proved(self, compressed, e_req, **_kw):
+        k = len(self.original.base)  # classes
+        return [PairResult(a, b, "INFEASIBLE") for a in range(k) for b in range(k) if a != b]
+
+    monkeypatch.setattr(SeparationOracle, "separate", every_pair_proved)
+    base = ["verify", run.model, comp, cert, "--data", agree, "--json"]
+    without = json.loads(invoke(*base).stdout)
+    assert without["counterexample"] is None, without  # the replays alone miss it
+    res = invoke(*base, "--probe", 20000)
+    rep = json.loads(res.stdout)
+    assert res.exit_code == 1 and rep["status"] == "refuted", rep
+    x = np.asarray([rep["counterexample"]["point"]], np.float32)
+    assert not (X[keep] == x).all(axis=1).any()  # a probe point, not a data row
+    assert labels(session(run.model.read_bytes()), x)[0] != labels(session(comp.read_bytes()), x)[0]
+    c = json.loads(cert.read_text())
+    orig_ir, _ = read_ensemble(run.model)
+    forest = load_artifact(out / c["region"]["plausibility"]["path"])
+    assert region_mask(orig_ir, c["region"]["margin_threshold"], forest, x)[0]
