@@ -5,9 +5,9 @@ integer features, bounds): both SHA-256s are recomputed, both ensembles are rebu
 ONNX files, the plausibility region from its artifact, and fresh CP-SAT models are
 solved (no object is shared with ``compress``). Every history point (and optionally the
 data, random points near it, and every cell of small models) is replayed through
-onnxruntime. The
-certificate's other statements are claims about the two files and are checked against
-them (``claims.py``, learners, witnesses): one the models contradict refutes it.
+onnxruntime. The certificate's other statements are claims about the two files and are
+checked against them (``claims.py``, learners, witnesses): one the models contradict
+refutes it.
 """
 
 from __future__ import annotations
