@@ -77,7 +77,7 @@ def probe_points(X: np.ndarray, n: int, seed: int, moves: int = PROBE_MOVES) -> 
     proves nothing."""
     X = np.asarray(X, np.float32)
     if n <= 0 or len(X) == 0:
-        return np.zeros((0, X.shape[1] if X.ndim == 2 else 0), np.float32)
+        return np.zeros((0, X.shape[1]), np.float32)
     rng = np.random.default_rng(seed)
     P = X[rng.integers(len(X), size=n)].copy()
     k = rng.integers(1, moves + 1, size=n)
