@@ -1,0 +1,17 @@
+"""The driver's behaviour on fixed runs is what it was when the fingerprints were
+recorded (``tests/behaviour.py``): phase, sizes, pair statuses, history lengths,
+lower bounds and stop reasons of every mode, region and exporter family."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from .behaviour import FINGERPRINTS, RUNS, run_fixture
+
+
+@pytest.mark.parametrize("run", RUNS, ids=[r.name for r in RUNS])
+def test_fingerprint_unchanged(run, tmp_path):
+    expected = json.loads(FINGERPRINTS.read_text())[run.name]
+    assert run_fixture(run, tmp_path) == expected
