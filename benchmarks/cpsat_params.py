@@ -39,9 +39,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness
 
-from pace_cert import oracle as oracle_mod
-from pace_cert.oracle import ScoreModel
-from pace_cert.pace import CompressConfig, Pace, required_margin
+from pace_cert.oracle import cpsat as oracle_mod
+from pace_cert.oracle.cpsat import ScoreModel
+from pace_cert.pace import CompressConfig, Pace
+from pace_cert.region.margins import required_margin
 
 CASES = [
     ("seeds", 25, 2, 0.1, 0.1),

@@ -36,11 +36,11 @@ import numpy as np
 import paper_values as pv
 
 from pace_cert import zoo
-from pace_cert.ensemble import Ensemble
-from pace_cert.onnx_reader import OnnxModelInfo, ensemble_from_model
-from pace_cert.onnx_writer import ensemble_to_onnx
+from pace_cert.model.ensemble import Ensemble
+from pace_cert.model.onnx_reader import OnnxModelInfo, ensemble_from_model
+from pace_cert.model.onnx_writer import ensemble_to_onnx
 from pace_cert.pace import CompressConfig, CompressResult, compress
-from pace_cert.region import probe_points, region_mask
+from pace_cert.region.masks import probe_points, region_mask
 
 MODES = ("prune", "generate", "pace")
 DONE_STATUSES = ("certified", "inconclusive")  # a resumed run skips these, reruns the rest

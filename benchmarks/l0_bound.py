@@ -36,10 +36,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness
 import paper_values as pv
 
-from pace_cert import master
-from pace_cert.l0_cover import L0Cover
-from pace_cert.pace import CompressConfig, compress, leaf_values
-from pace_cert.region import margin_mask, plausibility_mask
+from pace_cert.learners.pool import leaf_values
+from pace_cert.master.l0_cover import L0Cover
+from pace_cert.master.rows import margin_rows
+from pace_cert.pace import CompressConfig, compress
+from pace_cert.region.masks import margin_mask, plausibility_mask
 
 CASES = [(ds, n) for ds in ("cancer", "diabetes", "seeds") for n in (25, 50, 100)]
 
@@ -72,7 +73,7 @@ def region_rows(prep: harness.Prepared, res) -> tuple[np.ndarray, int]:
 def lower_bound(original, X: np.ndarray, limit: float) -> tuple[int, bool, float]:
     """(L0 lower bound, proved optimal, seconds) on rows X labelled by the original."""
     y0 = original.predict_index(X)
-    A = master.margin_rows(leaf_values(list(original.trees), X), y0)
+    A = margin_rows(leaf_values(list(original.trees), X), y0)
     cover = L0Cover(original.n_trees, original.n_classes - 1, seed=0)
     t0 = time.perf_counter()
     sol = cover.solve(A, deadline=t0 + limit)

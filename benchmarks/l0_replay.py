@@ -24,8 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness
 
-from pace_cert import master
-from pace_cert.l0_cover import L0Cover
+from pace_cert.master.l0_bigm import gurobi_available, solve_l0_gurobi
+from pace_cert.master.l0_cover import L0Cover
+from pace_cert.master.rows import MasterSolution
 from pace_cert.pace import CompressConfig, compress
 
 CASES = [("seeds", 25), ("cancer", 25), ("diabetes", 25)]
@@ -35,9 +36,9 @@ def record_milp_calls(ds: str, n: int, time_limit: float) -> tuple[list[dict], i
     """Every gurobipy L0 call of one prune run, and the certified size it returned."""
     prep = harness.prepare(harness.Config(ds, "rf", n, 2, "prune", 0.1, 0.1, 0))
     calls: list[dict] = []
-    solve = master.solve_l0_gurobi
+    solve = solve_l0_gurobi
 
-    def recorded(A: np.ndarray, n_learners: int, big_m: float, **kw) -> master.MasterSolution:
+    def recorded(A: np.ndarray, n_learners: int, big_m: float, **kw) -> MasterSolution:
         t = time.perf_counter()
         s = solve(A, n_learners, big_m, **kw)
         calls.append(
@@ -53,12 +54,12 @@ def record_milp_calls(ds: str, n: int, time_limit: float) -> tuple[list[dict], i
         )
         return s
 
-    master.solve_l0_gurobi = recorded
+    solve_l0_gurobi = recorded
     try:
         cfg = CompressConfig(mode="prune", eta=0.1, delta=0.1, time_limit=time_limit, milp="gurobi")
         res = compress(prep.original, prep.X_train, cfg)
     finally:
-        master.solve_l0_gurobi = solve
+        solve_l0_gurobi = solve
     return calls, res.compressed.n_trees if res.certified else -1
 
 
@@ -84,7 +85,7 @@ def main() -> int:
     p.add_argument("--only", default="", help="substring of 'dataset-nN'")
     p.add_argument("--out", type=Path, default=None, help="write a Markdown report here")
     args = p.parse_args()
-    if not master.gurobi_available():
+    if not gurobi_available():
         print("gurobipy is not installed: nothing to compare", file=sys.stderr)
         return 1
     lines = [

@@ -2,10 +2,10 @@
 
 For each case (dataset, RF n_estimators x depth 2, eta = delta = 0.1, seed 0, prepared
 as in ``harness.py``) a prune run records the full margin matrix of every L0 master call
-(the driver reduces it with ``master.minimal_rows``). Then, in the same process, every
+(the driver reduces it with ``minimal_rows``). Then, in the same process, every
 recorded matrix is solved from scratch with each master (gurobipy's big-M MILP when
 installed, and the cover, one kept across calls as in the driver) on its distinct rows
-(``master.distinct_rows``, the driver before) and on its minimal rows (no row another
+(``distinct_rows``, the driver before) and on its minimal rows (no row another
 implies), the two in alternating order. Same per-solve limit, no warm start. Reported:
 rows, seconds, and whether the optimal sizes agree (they must: the feasible set is the
 same).
@@ -26,8 +26,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness
 
-from pace_cert import master
-from pace_cert.l0_cover import L0Cover
+from pace_cert.master.l0_bigm import gurobi_available, solve_l0_gurobi
+from pace_cert.master.l0_cover import L0Cover
+from pace_cert.master.l1 import solve_l1
+from pace_cert.master.rows import distinct_rows, minimal_rows
 from pace_cert.pace import CompressConfig, compress
 
 CASES = [("seeds", 25), ("cancer", 25), ("diabetes", 25), ("diabetes", 50)]
@@ -39,18 +41,18 @@ def record_calls(ds: str, n: int, time_limit: float) -> tuple[list[np.ndarray], 
     count and the certified size it returned (-1: none)."""
     prep = harness.prepare(harness.Config(ds, "rf", n, 2, "prune", 0.1, 0.1, 0))
     seen: list[np.ndarray] = []
-    reduce = master.minimal_rows
+    reduce = minimal_rows
 
     def recorded(A: np.ndarray, n_learners: int) -> np.ndarray:
         seen.append(A.copy())
         return reduce(A, n_learners)
 
-    master.minimal_rows = recorded
+    minimal_rows = recorded
     try:
         cfg = CompressConfig(mode="prune", eta=0.1, delta=0.1, time_limit=time_limit)
         res = compress(prep.original, prep.X_train, cfg)
     finally:
-        master.minimal_rows = reduce
+        minimal_rows = reduce
     return seen, prep.original.n_trees, res.compressed.n_trees if res.certified else -1
 
 
@@ -65,14 +67,14 @@ def replay(calls: list[np.ndarray], T: int, k: int) -> dict[str, list[tuple[floa
     out: dict[str, list[tuple[float, float, bool]]] = {}
     covers = {"distinct": L0Cover(T, k, seed=0), "minimal": L0Cover(T, k, seed=0)}
     for i, A in enumerate(calls):
-        rows = {"distinct": master.distinct_rows(A), "minimal": master.minimal_rows(A, T)}
-        big_m = 10.0 * master.solve_l1(A, T).objective
+        rows = {"distinct": distinct_rows(A), "minimal": minimal_rows(A, T)}
+        big_m = 10.0 * solve_l1(A, T).objective
         order = ("distinct", "minimal") if i % 2 == 0 else ("minimal", "distinct")
         for name in order:
             R = rows[name]
-            if master.gurobi_available():
+            if gurobi_available():
                 s, sol = timed(
-                    lambda R=R, m=big_m: master.solve_l0_gurobi(R, T, m, time_limit=SOLVE_LIMIT)
+                    lambda R=R, m=big_m: solve_l0_gurobi(R, T, m, time_limit=SOLVE_LIMIT)
                 )
                 out.setdefault(f"milp {name}", []).append((s, sol.objective, sol.optimal))
             dl = time.perf_counter() + SOLVE_LIMIT
@@ -105,7 +107,7 @@ def main() -> int:
         res = replay(calls, T, k)
         last = calls[-1]
         shape = (
-            f"{len(last)} → {len(master.distinct_rows(last))} → {len(master.minimal_rows(last, T))}"
+            f"{len(last)} → {len(distinct_rows(last))} → {len(minimal_rows(last, T))}"
         )
         for solver in ("milp", "cover"):
             d, m = res.get(f"{solver} distinct"), res.get(f"{solver} minimal")

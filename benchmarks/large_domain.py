@@ -30,8 +30,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness
 
-from pace_cert import master
-from pace_cert.l0_cover import L0Cover
+from pace_cert.master.l0_bigm import (
+    GUROBI_SIZE_LIMIT,
+    gurobi_available,
+    l0_size,
+    solve_l0,
+    solve_l0_gurobi,
+)
+from pace_cert.master.l0_cover import L0Cover
+from pace_cert.master.rows import MasterSolution
 from pace_cert.pace import CompressConfig, Pace
 
 
@@ -56,18 +63,18 @@ def l1_run(prep: harness.Prepared, pool_per_row: int, time_limit: float) -> dict
     }
 
 
-def l0_solves(p: Pace, sol: master.MasterSolution) -> list[tuple[str, float, int, bool]]:
+def l0_solves(p: Pace, sol: MasterSolution) -> list[tuple[str, float, int, bool]]:
     A = p.matrix(p.learners)
     T = len(p.learners)
     warm = np.r_[sol.weights, sol.offsets[1:]]
     big_m = p.cfg.kappa * sol.objective
     out = []
-    if master.gurobi_available() and max(master.l0_size(A, T)) <= master.GUROBI_SIZE_LIMIT:
+    if gurobi_available() and max(l0_size(A, T)) <= GUROBI_SIZE_LIMIT:
         t = time.perf_counter()
-        s = master.solve_l0_gurobi(A, T, big_m, warm=warm, time_limit=300)
+        s = solve_l0_gurobi(A, T, big_m, warm=warm, time_limit=300)
         out.append(("gurobipy big-M MILP", time.perf_counter() - t, int(s.objective), s.optimal))
     t = time.perf_counter()
-    s = master.solve_l0(A, T, big_m, warm=warm, time_limit=300)
+    s = solve_l0(A, T, big_m, warm=warm, time_limit=300)
     out.append(("HiGHS big-M MILP", time.perf_counter() - t, int(s.objective), s.optimal))
     t = time.perf_counter()
     cover = L0Cover(T, p.original.n_classes - 1)

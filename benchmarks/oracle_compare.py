@@ -43,9 +43,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness and paper_va
 import harness
 
 from pace_cert import zoo
-from pace_cert.oracle import ScoreModel
-from pace_cert.oracle_milp import MilpSeparationOracle
-from pace_cert.oracle_objective import ObjectiveSeparationOracle
+from pace_cert.oracle.cpsat import ScoreModel
+from pace_cert.oracle.milp import MilpSeparationOracle
+from pace_cert.oracle.objective import ObjectiveSeparationOracle
 from pace_cert.pace import CompressConfig, Pace
 
 ORACLES = ("constraint", "objective", "milp")

@@ -33,9 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness
 import paper_values as pv
 
-from pace_cert import synth
+from pace_cert.learners import synth
 from pace_cert.pace import CompressConfig, Pace
-from pace_cert.region import margin_mask, plausibility_mask
+from pace_cert.region.masks import margin_mask, plausibility_mask
 
 DATASETS = ("cancer", "compas", "diabetes", "fico", "seeds", "spambase")
 CASES = [(ds, n) for ds in DATASETS for n in (25, 50, 100)]

@@ -35,8 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness
 from cpsat_params import parse_variant, set_race_linearization
 
-from pace_cert import oracle as oracle_mod
-from pace_cert.pace import CompressConfig, Pace, required_margin
+from pace_cert.oracle import cpsat as oracle_mod
+from pace_cert.pace import CompressConfig, Pace
+from pace_cert.region.margins import required_margin
 
 CASES = [("spambase", 50), ("spambase", 100), ("cancer", 25), ("diabetes", 50), ("seeds", 25)]
 SCHEDULES = ("race", "parallel", "sequential")

@@ -82,8 +82,10 @@ def measure_one(
     import harness
     import numpy as np
 
-    from pace_cert.oracle import ScoreModel
-    from pace_cert.pace import CompressConfig, Pace, compress, fold, required_margin
+    from pace_cert.learners.pool import fold
+    from pace_cert.oracle.cpsat import ScoreModel
+    from pace_cert.pace import CompressConfig, Pace, compress
+    from pace_cert.region.margins import required_margin
 
     cfg = harness.Config(dataset, "rf", trees, depth, "prune", eta, 0.0, 0)
     prep = harness.prepare(cfg)

@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness as h
 
-from pace_cert import oracle
+from pace_cert.oracle import cpsat as oracle
 from pace_cert.pace import CompressConfig, compress
 
 VARIANTS = ((0, 1), (1, 0))

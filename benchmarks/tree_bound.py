@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness
 import paper_values as pv
 
-from pace_cert.master import INF, load_highs, new_highs
+from pace_cert.master.highs import INF, load_highs, new_highs
 from pace_cert.pace import CompressConfig, Pace
 
 CASES = [(ds, n) for ds in ("compas", "fico") for n in (25, 50, 100)]

@@ -137,7 +137,7 @@ def compress(
 
     def body() -> int:
         from pace_cert.app import run_compress
-        from pace_cert.certificate import bound_line
+        from pace_cert.cert.certificate import bound_line
         from pace_cert.pace import CHOICES, CompressConfig
 
         flags = {"bounds": bounds, "binary": binary, "integer": integer, "milp": milp}
@@ -237,7 +237,7 @@ def verify(
     """Re-prove CERTIFICATE independently from the two ONNX files."""
 
     def body() -> int:
-        from pace_cert.verify import run_verify
+        from pace_cert.cert.verify import run_verify
 
         rep = run_verify(
             original,
@@ -310,7 +310,7 @@ def inspect(
     """Trees, depth, leaves, classes, features and the detected exporter pattern."""
 
     def body() -> int:
-        from pace_cert.onnx_reader import read_ensemble
+        from pace_cert.model.onnx_reader import read_ensemble
 
         ens, info = read_ensemble(model)
         d: dict[str, Any] = {

@@ -12,9 +12,9 @@ import numpy as np
 
 from pace_cert import zoo
 from pace_cert.app import run_compress
+from pace_cert.cert.verify import run_verify
+from pace_cert.model.runtime import labels, session
 from pace_cert.pace import CompressConfig
-from pace_cert.runtime import labels, session
-from pace_cert.verify import run_verify
 
 
 def main(out: Path) -> int:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__
-from .certificate import (
+from pace_cert import __version__
+from pace_cert.cert.certificate import (
     SCALING_DERIVATION,
     SCALING_METHOD,
     BoundaryWitness,
@@ -34,14 +34,15 @@ from .certificate import (
     now_iso,
     solver_versions,
 )
-from .data import read_csv
-from .errors import InputError
-from .onnx_reader import load_onnx, read_ensemble
-from .onnx_writer import ensemble_to_onnx, write_atomic
-from .oracle import CPSAT_PARAMS, MAX_ATTEMPTS
-from .pace import CompressConfig, CompressResult, Progress, compress, eta_units
-from .runtime import loadable_session
-from .scaling import BITS
+from pace_cert.data import read_csv
+from pace_cert.errors import InputError
+from pace_cert.model.onnx_reader import load_onnx, read_ensemble
+from pace_cert.model.onnx_writer import ensemble_to_onnx, write_atomic
+from pace_cert.model.runtime import loadable_session
+from pace_cert.oracle.cpsat import CPSAT_PARAMS, MAX_ATTEMPTS
+from pace_cert.pace import CompressConfig, CompressResult, Progress, compress
+from pace_cert.region.margins import eta_units
+from pace_cert.region.scaling import BITS
 
 MODES = ("pace", "prune", "generate")
 
@@ -110,7 +111,7 @@ def run_compress(
     files: dict[str, bytes] = {"compressed.onnx": comp_bytes}
     plaus = None
     if result.plausibility is not None:
-        from .plausibility import to_json_dict
+        from pace_cert.region.plausibility import to_json_dict
 
         pbytes = (json.dumps(to_json_dict(result.plausibility), indent=1) + "\n").encode()
         files["plausibility.json"] = pbytes

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import InputError
+from pace_cert.errors import InputError
 
 
 @dataclass(frozen=True)

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import numpy as np
 
-from . import zoo
-from .app import run_compress
-from .certificate import bound_line
-from .onnx_writer import write_atomic
-from .pace import CompressConfig
-from .runtime import labels, session
-from .verify import run_verify
+from pace_cert import zoo
+from pace_cert.app import run_compress
+from pace_cert.cert.certificate import bound_line
+from pace_cert.cert.verify import run_verify
+from pace_cert.model.onnx_writer import write_atomic
+from pace_cert.model.runtime import labels, session
+from pace_cert.pace import CompressConfig
 
 
 def run_demo(

@@ -24,12 +24,33 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import l0_cover, master, merge, refit, synth, witness
-from .domain import FeatureDomain, build_domain, infer_binary, infer_integer
-from .ensemble import Ensemble, FlatForest, Tree, float32_sum_guard
-from .l0_cover import L0Cover
-from .oracle import PairResult, RegionSpec, ScoreModel, SeparationOracle
-from .region import margin_mask, region_mask
+from pace_cert.learners import merge, refit, synth
+from pace_cert.learners.pool import fold, leaf_values
+from pace_cert.master import l0_cover
+from pace_cert.master.l0_bigm import (
+    GUROBI_SIZE_LIMIT,
+    NoIncumbent,
+    gurobi_available,
+    l0_size,
+    solve_l0,
+    solve_l0_gurobi,
+)
+from pace_cert.master.l0_cover import L0Cover
+from pace_cert.master.l1 import L1Master, solve_l1, solve_on_support
+from pace_cert.master.max_margin import margin_on_support, max_margin_on_support
+from pace_cert.master.rows import (
+    MasterSolution,
+    margin_rows,
+    meets_rows,
+    minimal_rows,
+    normalise_columns,
+)
+from pace_cert.model.ensemble import Ensemble, Tree
+from pace_cert.oracle.cpsat import PairResult, RegionSpec, ScoreModel, SeparationOracle
+from pace_cert.region import witness
+from pace_cert.region.domain import FeatureDomain, build_domain, infer_binary, infer_integer
+from pace_cert.region.margins import own_margin, region_margin, required_margin
+from pace_cert.region.masks import margin_mask, region_mask
 
 #: ``generation_stop`` when PACE ends right after pruning: the bound step proved the pruned
 #: model as small as any faithful model of the family
@@ -174,89 +195,6 @@ class CompressResult:
 # ---------------------------------------------------------------------- pure helpers
 
 
-def fold(
-    learners: list[Tree],
-    weights: np.ndarray,
-    offsets: np.ndarray,
-    base_classes,
-    origin: list[str],
-    n_features: int,
-    tol: float,
-) -> tuple[Ensemble, list[int]]:
-    """The exact float32 model to certify and write: w_t folded into leaf values.
-
-    Weights below ``tol * max(w)`` are dropped *before* the proof. Kept learners that
-    share every split are merged into one tree (``merge.py``: the same scores on every
-    input, one tree fewer each); tree i of the model is group i of
-    ``merge.group_by_structure([learners[t] for t in keep])``, "new" if any learner in
-    it is. Returns the model and the indices of the learners it keeps (at least as many
-    as the model has trees).
-    """
-    wmax = float(weights.max()) if len(weights) else 0.0
-    keep = [t for t in range(len(learners)) if weights[t] > tol * wmax and weights[t] > 0]
-    kept = [learners[t] for t in keep]
-    kept_w = [float(weights[t]) for t in keep]
-    trees, tree_origin = [], []
-    for g in merge.group_by_structure(kept):
-        tr = kept[g[0]]
-        v = merge.merged_leaf_values(kept, kept_w, g)
-        trees.append(Tree(tr.feature, tr.threshold, tr.left, tr.right, v))
-        tree_origin.append("new" if any(origin[keep[i]] == "new" for i in g) else "original")
-    base = np.asarray(offsets, np.float32).astype(np.float64)
-    model = Ensemble(
-        trees=tuple(trees),
-        weights=np.ones(len(trees)),
-        base=base,
-        classes=base_classes,
-        n_features=n_features,
-        kind="margin",
-        margin_scale=1.0,
-        pattern="pace-cert-argmax",
-        runtime_guard=float32_sum_guard(trees, base),
-        origin=tuple(tree_origin),
-    )
-    return model, keep
-
-
-def required_margin(model: Ensemble) -> float:
-    """E_req: the compressed model must beat every other class by more than this.
-
-    It covers onnxruntime's float32 accumulation error of the score difference, so a
-    strict exact margin > E_req makes ArgMax return y0 whatever the summation order.
-    """
-    return max(model.runtime_guard, 1e-30)
-
-
-def own_margin(model: Ensemble, X: np.ndarray, y0: np.ndarray) -> np.ndarray:
-    """Per row, the model's score of class index ``y0`` minus its best other score
-    (float64, score units; > 0 iff the model predicts y0 there, ties aside)."""
-    sc = model.scores(X)
-    rows = np.arange(len(sc))
-    own = sc[rows, y0].copy()
-    sc[rows, y0] = -np.inf
-    return own - sc.max(axis=1)
-
-
-def region_margin(original: Ensemble, eta: float) -> float:
-    """c_o in score units: max(eta * sigma, the original's runtime guard)."""
-    return max(eta * original.margin_scale, original.runtime_guard)
-
-
-def eta_units(original: Ensemble) -> str:
-    """What eta measures for this original (the certificate's ``region.eta_units``)."""
-    return "vote share" if original.kind == "voting" else "raw score"
-
-
-def leaf_values(learners: list[Tree], X: np.ndarray) -> np.ndarray:
-    """H[i, t, k] = h_t,k(x_i) for float32 rows X."""
-    K = learners[0].value.shape[1] if learners else 0
-    H = np.zeros((len(X), len(learners), K))
-    leaves = FlatForest.of(learners).apply(X)
-    for t, tr in enumerate(learners):
-        H[:, t, :] = tr.value[leaves[:, t]]
-    return H
-
-
 # ------------------------------------------------------------------------ the driver
 
 
@@ -278,7 +216,7 @@ class Pace:
         X = np.asarray(X, np.float32)
         self.plausibility = None
         if cfg.delta > 0:
-            from .plausibility import fit_plausibility
+            from pace_cert.region.plausibility import fit_plausibility
 
             self.plausibility = fit_plausibility(
                 X, cfg.delta, cfg.iforest_estimators, cfg.iforest_max_samples, cfg.seed
@@ -303,7 +241,7 @@ class Pace:
         # initial samples: training rows inside the region (domain, margin, plausibility)
         inside = self.domain.contains(X) & margin_mask(original, X, self.region.margin)
         if self.plausibility is not None:
-            from .region import plausibility_mask
+            from pace_cert.region.masks import plausibility_mask
 
             inside &= plausibility_mask(self.plausibility, X)
         self.samples_dropped = int((~inside).sum())
@@ -315,7 +253,7 @@ class Pace:
         self.X = self.domain.representatives(cells[first].reshape(-1, original.n_features))
         self.y0 = original.predict_index(self.X) if len(self.X) else np.zeros(0, np.int64)
         self._cells = {tuple(c) for c in cells[first]}
-        self.l1_master = master.L1Master(seed=cfg.seed)  # warm-started across rounds
+        self.l1_master = L1Master(seed=cfg.seed)  # warm-started across rounds
         self.learners: list[Tree] = list(original.trees)
         self.origin: list[str] = ["original"] * len(self.learners)
         self.history: list[HistoryEntry] = []
@@ -369,11 +307,9 @@ class Pace:
             if len(self.X)
             else np.zeros((0, len(learners), self.original.n_classes))
         )
-        return master.margin_rows(H, self.y0)
+        return margin_rows(H, self.y0)
 
-    def candidate(
-        self, sol: master.MasterSolution, learners: list[Tree]
-    ) -> tuple[Ensemble, list[int]]:
+    def candidate(self, sol: MasterSolution, learners: list[Tree]) -> tuple[Ensemble, list[int]]:
         return fold(
             learners,
             sol.weights,
@@ -384,7 +320,7 @@ class Pace:
             self.cfg.weight_tol,
         )
 
-    def clears_own_rows(self, sol: master.MasterSolution, learners: list[Tree]) -> bool:
+    def clears_own_rows(self, sol: MasterSolution, learners: list[Tree]) -> bool:
         """Whether the folded candidate of ``sol`` beats every other class by more than
         its float32 guard E_req on every master row.
 
@@ -410,10 +346,10 @@ class Pace:
     def faithful_loop(
         self,
         phase: str,
-        solve: Callable[[np.ndarray], master.MasterSolution],
+        solve: Callable[[np.ndarray], MasterSolution],
         learners: list[Tree],
         certify: bool = True,
-        make: Callable[[master.MasterSolution], tuple[Ensemble, list[int]]] | None = None,
+        make: Callable[[MasterSolution], tuple[Ensemble, list[int]]] | None = None,
         screen: bool = True,
         max_rounds: int | None = None,
     ) -> PhaseResult:
@@ -540,14 +476,14 @@ class Pace:
 
     def l1_phase(
         self, learners: list[Tree], certify: bool = True
-    ) -> tuple[PhaseResult, master.MasterSolution | None]:
-        last: dict[str, master.MasterSolution] = {}
+    ) -> tuple[PhaseResult, MasterSolution | None]:
+        last: dict[str, MasterSolution] = {}
 
-        def solve(A: np.ndarray) -> master.MasterSolution:
+        def solve(A: np.ndarray) -> MasterSolution:
             if self.cfg.l1_warm_start:
                 s = self.l1_master.solve(A, len(learners))
             else:
-                s = master.solve_l1(A, len(learners), seed=self.cfg.seed)
+                s = solve_l1(A, len(learners), seed=self.cfg.seed)
             last["sol"] = s
             return s
 
@@ -558,7 +494,7 @@ class Pace:
 
     def _l0_master(
         self, learners: list[Tree], l1_value: float, warm: np.ndarray | None
-    ) -> tuple[Callable[[np.ndarray], master.MasterSolution], dict[str, master.MasterSolution]]:
+    ) -> tuple[Callable[[np.ndarray], MasterSolution], dict[str, MasterSolution]]:
         """The L0 master as a function of the sample matrix, and the dict holding its last
         solution. State (the cover's cuts, the last support) persists across calls, so a
         caller may solve once, do something else, and then run the loop on it."""
@@ -566,9 +502,9 @@ class Pace:
         if warm is not None:  # keep the warm start (e.g. the prune-only solution) feasible
             big_m = max(big_m, 2.0 * float(np.max(warm[: len(learners)], initial=0.0)))
         state: dict = {"cover": None}
-        last: dict[str, master.MasterSolution] = {}
+        last: dict[str, MasterSolution] = {}
 
-        def solve(A: np.ndarray) -> master.MasterSolution:
+        def solve(A: np.ndarray) -> MasterSolution:
             left = self.remaining()
             again = last.pop("again", False)  # re-solve an incumbent with more time
             tl = self.cfg.l0_time_limit * (4 if again else 1)
@@ -576,21 +512,21 @@ class Pace:
                 tl = max(left, 1) if again else min(tl, max(left, 1))
             start = last.get("sol")
 
-            by_support: dict[tuple[int, ...], master.MasterSolution] = {}
+            by_support: dict[tuple[int, ...], MasterSolution] = {}
 
-            def reweighted(s: master.MasterSolution) -> master.MasterSolution:
+            def reweighted(s: MasterSolution) -> MasterSolution:
                 """``self._robust(A, ., s)``, once per support within this solve."""
                 key = tuple(np.flatnonzero(s.weights > 0).tolist())
                 if key not in by_support:
                     by_support[key] = self._robust(A, len(learners), s)
                 return dataclasses.replace(by_support[key], optimal=s.optimal, status=s.status)
 
-            def usable(s: master.MasterSolution) -> bool:
+            def usable(s: MasterSolution) -> bool:
                 return self.clears_own_rows(reweighted(s), learners)
 
             if start is not None and not again:  # cheap first: is the last support feasible?
                 on = np.flatnonzero(start.weights > 0)
-                kept = master.solve_on_support(A, len(learners), on, seed=self.cfg.seed)
+                kept = solve_on_support(A, len(learners), on, seed=self.cfg.seed)
                 if kept is not None:  # optimal stays optimal; a time-limited incumbent stays one
                     kept = dataclasses.replace(kept, optimal=start.optimal)
                 if kept is not None and usable(kept):
@@ -601,7 +537,7 @@ class Pace:
             w = warm if start is None else np.r_[start.weights, start.offsets[1:]]
             # the rows P needs (each once, none another implies), for the licence check
             # and the MILP alike
-            rows = None if state.get("exact") else master.minimal_rows(A, len(learners))
+            rows = None if state.get("exact") else minimal_rows(A, len(learners))
             solver = None if rows is None else self._l0_solver(rows, len(learners))
             if solver is None:  # the cover: no big-M, any weights on the support
                 ws = None if w is None else np.flatnonzero(np.asarray(w[: len(learners)]) > 0)
@@ -615,7 +551,7 @@ class Pace:
                     if warm is not None:
                         state["cover"].prefer(np.asarray(warm[: len(learners)]))
                 s = state["cover"].solve(
-                    master.minimal_rows(A, len(learners)) if rows is None else rows,
+                    minimal_rows(A, len(learners)) if rows is None else rows,
                     warm_support=ws,
                     deadline=time.perf_counter() + tl,
                     fallback=fb,
@@ -628,7 +564,7 @@ class Pace:
             # rows were only added since the last solve: its optimum is a lower bound
             lb = round(start.objective) if start is not None and start.optimal else 0
             report = {}
-            if solver is master.solve_l0_gurobi:  # HiGHS' big-M solve has no reports
+            if solver is solve_l0_gurobi:  # HiGHS' big-M solve has no reports
                 report = {
                     "progress": lambda m: self.say(f"[l0] {m}"),
                     "progress_seconds": l0_cover.PROGRESS_SECONDS,
@@ -645,13 +581,13 @@ class Pace:
                     min_support=lb,
                     **report,
                 )
-            except master.NoIncumbent as e:
+            except NoIncumbent as e:
                 # no incumbent by the time limit (the warm support fails the new rows),
                 # or a row needs more than the big-M: the cover has neither problem
                 self.say(f"[l0] {e}; switching to the cover")
                 state["exact"] = True
                 return solve(A)
-            if not master.meets_rows(A, s):
+            if not meets_rows(A, s):
                 # big-M trickle: u below the integrality tolerance counted as 0 while
                 # w = u * M still carried the rows; the support is not what was solved.
                 # The cover has no big-M: use it from now on for this master.
@@ -711,7 +647,7 @@ class Pace:
     def _l0_improve(
         self,
         res: PhaseResult,
-        solve: Callable[[np.ndarray], master.MasterSolution],
+        solve: Callable[[np.ndarray], MasterSolution],
         last: dict,
         learners: list[Tree],
         name: str,
@@ -776,11 +712,9 @@ class Pace:
                 w[best.keep] = best.weights
             cost = 1.0 / (w + self.cfg.reweight_eps * float(w.max()))
             cost /= cost.min()
-            lp = master.L1Master(seed=self.cfg.seed)  # warm within the loop: costs fixed
+            lp = L1Master(seed=self.cfg.seed)  # warm within the loop: costs fixed
 
-            def solve(
-                A: np.ndarray, lp: master.L1Master = lp, cost: np.ndarray = cost
-            ) -> master.MasterSolution:
+            def solve(A: np.ndarray, lp: L1Master = lp, cost: np.ndarray = cost) -> MasterSolution:
                 s = lp.solve(np.hstack([A[:, :n] / cost, A[:, n:]]), n)  # w' = c w
                 return dataclasses.replace(s, weights=s.weights / cost)
 
@@ -795,7 +729,7 @@ class Pace:
 
     def grow_phase(self, learners: list[Tree], support: np.ndarray, max_size: int) -> PhaseResult:
         """Column growth from ``support`` (the last, refuted L0 candidate): the faithful
-        loop on the max-margin LP (:func:`master.solve_max_margin`) restricted to a
+        loop on the max-margin LP (:func:`solve_max_margin`) restricted to a
         growing set R of learners. While no weighting of R meets every sample with a
         normalised margin of at least ``cfg.grow_rho``, the learner outside R whose
         column the LP's duals price highest joins R (a column-generation step of the
@@ -809,14 +743,14 @@ class Pace:
         class _TooLarge(Exception):
             pass
 
-        def solve(A: np.ndarray) -> master.MasterSolution:
+        def solve(A: np.ndarray) -> MasterSolution:
             pool = None  # every learner's normalised column, once per call when needed
             while len(R) <= max_size:
-                mm, sol = master.margin_on_support(A, n, np.array(R), seed=self.cfg.seed)
+                mm, sol = margin_on_support(A, n, np.array(R), seed=self.cfg.seed)
                 if mm.rho >= self.cfg.grow_rho:
                     return dataclasses.replace(sol, optimal=False, status="grown")
                 if pool is None:
-                    pool = master.normalise_columns(A, n)[0][:, :n]
+                    pool = normalise_columns(A, n)[0][:, :n]
                 gain = mm.duals @ pool - mm.gamma
                 gain[R] = -np.inf
                 if not gain.max() > 0:  # R's margin is the whole pool's: no R is enough
@@ -836,13 +770,11 @@ class Pace:
             self.say(f"[l0-grow] certified {res.model.n_trees} learners")
         return res
 
-    def _robust(
-        self, A: np.ndarray, n_learners: int, sol: master.MasterSolution
-    ) -> master.MasterSolution:
+    def _robust(self, A: np.ndarray, n_learners: int, sol: MasterSolution) -> MasterSolution:
         """Same support, max-margin weights (``cfg.robust_weights``); else ``sol``."""
         if not self.cfg.robust_weights:
             return sol
-        mm = master.max_margin_on_support(
+        mm = max_margin_on_support(
             A, n_learners, np.flatnonzero(sol.weights > 0), seed=self.cfg.seed
         )
         if mm is None:
@@ -853,7 +785,7 @@ class Pace:
         """Totally corrective boosting (``boost.py``) as the master: a support of at most
         ``max_size`` learners mixing pool and newly priced trees, certified by the oracle
         like any other candidate. Gives up (uncertified) when the budget cannot be met."""
-        from .boost import boost
+        from pace_cert.learners.boost import boost
 
         class _NoSmaller(Exception):
             pass
@@ -863,7 +795,7 @@ class Pace:
         keep = [] if self.best is None else list(self.best[0].keep)
         starts: list[int | None] = [None, *keep[: self.cfg.boost_restarts]]
 
-        def solve(A: np.ndarray) -> master.MasterSolution:
+        def solve(A: np.ndarray) -> MasterSolution:
             """Boost from several starts; every new tree a run used joins the pool (the
             enriched L0 may combine them even when no run meets the budget)."""
             pool_n = len(self.learners)
@@ -899,7 +831,7 @@ class Pace:
             if best is None:
                 raise _NoSmaller
             w = np.r_[best[1], np.zeros(len(self.learners) - len(best[1]))]
-            return master.MasterSolution(w, best[2], float(best[0]), None, False, "boost")
+            return MasterSolution(w, best[2], float(best[0]), None, False, "boost")
 
         try:
             return self.faithful_loop("boost", solve, self.learners)
@@ -1084,13 +1016,13 @@ class Pace:
         class _Refuted(Exception):
             pass
 
-        def solve(A: np.ndarray) -> master.MasterSolution:
-            sol = master.max_margin_on_support(A, n, np.arange(n), seed=self.cfg.seed)
+        def solve(A: np.ndarray) -> MasterSolution:
+            sol = max_margin_on_support(A, n, np.arange(n), seed=self.cfg.seed)
             if sol is None:
                 raise _Refuted
             return dataclasses.replace(sol, objective=float(len(chosen)))
 
-        def make(sol: master.MasterSolution) -> tuple[Ensemble, list[int]]:
+        def make(sol: MasterSolution) -> tuple[Ensemble, list[int]]:
             built, kept = refit.assemble(chosen, sol.weights, k)
             model, _ = fold(
                 built,
@@ -1123,31 +1055,31 @@ class Pace:
 
     def _l0_solver(self, rows: np.ndarray, n_learners: int):
         """The big-M MILP solver to call on the margin ``rows`` P needs
-        (``master.minimal_rows``), or None for the cover (``l0_cover.py``).
+        (``minimal_rows``), or None for the cover (``l0_cover.py``).
 
         auto: gurobipy when installed and the MILP fits its pip licence, else the cover
         (on cancer RF 25 x d2, eta = delta = 0.1, 120 s: 28 L0 rounds with gurobipy,
         13 with the cover, 10 with HiGHS' big-M MILP)."""
         choice = self.cfg.milp
         if choice == "highs":
-            return master.solve_l0
+            return solve_l0
         if choice == "cover":
             return None
-        if not master.gurobi_available():
+        if not gurobi_available():
             if choice == "gurobi":
                 self.say("gurobipy is not installed; using the L0 cover instead")
             return None
-        n_vars, n_cons = master.l0_size(rows, n_learners)
-        if max(n_vars, n_cons) > master.GUROBI_SIZE_LIMIT:
+        n_vars, n_cons = l0_size(rows, n_learners)
+        if max(n_vars, n_cons) > GUROBI_SIZE_LIMIT:
             if not getattr(self, "_said_gurobi", False):
                 self.say(
                     f"L0 problem has {n_vars} variables and {n_cons} constraints, beyond the "
-                    f"gurobipy pip licence ({master.GUROBI_SIZE_LIMIT}); using the L0 cover"
+                    f"gurobipy pip licence ({GUROBI_SIZE_LIMIT}); using the L0 cover"
                 )
                 self._said_gurobi = True
             return None
         self.used_gurobi = True
-        return master.solve_l0_gurobi
+        return solve_l0_gurobi
 
     # ---------------------------------------------------------------- modes
     def run(self) -> CompressResult:
@@ -1282,7 +1214,7 @@ class Pace:
         if low <= 0:  # merged only: cannot happen for samples inside the region
             self.say(f"[merge] {what} disagrees with the original on a sample; skipped")
             return PhaseResult(None, [], 0, False)
-        sol = master.MasterSolution(w / low, offsets / low, float(np.sum(w / low)), None, True, "")
+        sol = MasterSolution(w / low, offsets / low, float(np.sum(w / low)), None, True, "")
         # a trimmed candidate is a guess: on a small domain every cell is screened with
         # numpy first, so a refuted guess costs no CP-SAT round (the exact merge is the
         # original's own function: straight to the proof)
@@ -1359,11 +1291,11 @@ class Pace:
         )
 
     def enrich(
-        self, l1: PhaseResult, l1_sol: master.MasterSolution | None
-    ) -> tuple[PhaseResult, master.MasterSolution | None]:
+        self, l1: PhaseResult, l1_sol: MasterSolution | None
+    ) -> tuple[PhaseResult, MasterSolution | None]:
         """Grow the pool: boosting for a smaller support (pace), then column generation
         from the L1 duals. Returns the last L1 result and solution."""
-        from .pricing import generate
+        from pace_cert.learners.pricing import generate
 
         if self.cfg.mode == "pace":
             if self.best is not None and self.best[0].model.n_trees > 1:

@@ -13,7 +13,7 @@ import onnx
 from onnx import TensorProto, helper
 
 from pace_cert import zoo
-from pace_cert.ensemble import LEAF, Tree
+from pace_cert.model.ensemble import LEAF, Tree
 
 
 def binned(name: str) -> tuple[np.ndarray, np.ndarray]:
@@ -33,7 +33,7 @@ def trained(kind: str, name: str, n: int, depth: int, seed: int = 0, labels=None
 def candidates(original, rng) -> list:
     """Random sub-ensembles of ``original`` with random weights and offsets, folded to
     float32 as the driver does, plus the original itself in our format (a faithful one)."""
-    from pace_cert.pace import fold
+    from pace_cert.learners.pool import fold
 
     out = []
     for _ in range(4):
@@ -68,9 +68,9 @@ def oracle_region(original, extra_trees, eta: float, forest, binary=None):
     """(domain, RegionSpec, c_o) for separating candidates of ``original`` in the region
     (confidence eta, plausibility ``forest`` or None); the domain also covers
     ``extra_trees`` (e.g. a candidate's)."""
-    from pace_cert.domain import build_domain
-    from pace_cert.oracle import RegionSpec, ScoreModel
-    from pace_cert.pace import region_margin
+    from pace_cert.oracle.cpsat import RegionSpec, ScoreModel
+    from pace_cert.region.domain import build_domain
+    from pace_cert.region.margins import region_margin
 
     pl = None if forest is None else ScoreModel.sum_of(forest.trees)
     trees = [*original.trees, *extra_trees, *(forest.trees if forest else [])]

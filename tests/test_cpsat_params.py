@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pace_cert import oracle
+from pace_cert.oracle import cpsat as oracle
 
 from .helpers import benchmark_module
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pace_cert.domain import build_domain, infer_binary
+from pace_cert.region.domain import build_domain, infer_binary
 
 from .helpers import stump
 

@@ -18,12 +18,13 @@ import pytest
 from pace_cert.cli.main import app
 from typer.testing import CliRunner
 
-from pace_cert.certificate import Certificate
-from pace_cert.onnx_reader import read_ensemble
-from pace_cert.pace import STOP_PROVED_MINIMAL, region_margin
-from pace_cert.plausibility import load_artifact
-from pace_cert.region import region_mask
-from pace_cert.runtime import labels, session
+from pace_cert.cert.certificate import Certificate
+from pace_cert.model.onnx_reader import read_ensemble
+from pace_cert.model.runtime import labels, session
+from pace_cert.pace import STOP_PROVED_MINIMAL
+from pace_cert.region.margins import region_margin
+from pace_cert.region.masks import region_mask
+from pace_cert.region.plausibility import load_artifact
 
 runner = CliRunner()
 ROOT = Path(__file__).resolve().parents[1]

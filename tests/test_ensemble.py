@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from pace_cert import zoo
-from pace_cert.ensemble import FlatForest
-from pace_cert.onnx_reader import ensemble_from_model
-from pace_cert.oracle import ScoreModel, cell_product
-from pace_cert.plausibility import fit_plausibility, plausibility_scores
+from pace_cert.model.ensemble import FlatForest
+from pace_cert.model.onnx_reader import ensemble_from_model
+from pace_cert.oracle.cpsat import ScoreModel, cell_product
+from pace_cert.region.plausibility import fit_plausibility, plausibility_scores
 
 
 def _forests():

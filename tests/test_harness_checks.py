@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pace_cert.pace import CompressConfig, compress
-from pace_cert.region import probe_points
+from pace_cert.region.masks import probe_points
 
 from .helpers import benchmark_module
 

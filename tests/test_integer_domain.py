@@ -11,14 +11,14 @@ from pace_cert.cli.main import app
 from typer.testing import CliRunner
 
 from pace_cert.app import run_compress
-from pace_cert.certificate import Certificate
-from pace_cert.domain import build_domain, infer_integer
-from pace_cert.ensemble import LEAF, Tree
-from pace_cert.onnx_reader import read_ensemble
+from pace_cert.cert.certificate import Certificate
+from pace_cert.cert.verify import run_verify
+from pace_cert.model.ensemble import LEAF, Tree
+from pace_cert.model.onnx_reader import read_ensemble
+from pace_cert.model.runtime import labels, session
 from pace_cert.pace import CompressConfig
-from pace_cert.plausibility import load_artifact, plausibility_scores
-from pace_cert.runtime import labels, session
-from pace_cert.verify import run_verify
+from pace_cert.region.domain import build_domain, infer_integer
+from pace_cert.region.plausibility import load_artifact, plausibility_scores
 
 from .helpers import write_small_problem
 

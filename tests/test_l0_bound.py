@@ -14,10 +14,12 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from pace_cert import master, zoo
-from pace_cert.onnx_reader import ensemble_from_model
-from pace_cert.pace import CompressConfig, compress, leaf_values
-from pace_cert.region import margin_mask, plausibility_mask
+from pace_cert import zoo
+from pace_cert.learners.pool import leaf_values
+from pace_cert.master.rows import margin_rows
+from pace_cert.model.onnx_reader import ensemble_from_model
+from pace_cert.pace import CompressConfig, compress
+from pace_cert.region.masks import margin_mask, plausibility_mask
 
 from .helpers import benchmark_module, small_problem
 from .test_l0_cover import _min_support_brute
@@ -36,7 +38,7 @@ def _true_minimum(original, res) -> int:
     if res.plausibility is not None:
         inside &= plausibility_mask(res.plausibility, grid)
     X = grid[inside]
-    A = master.margin_rows(leaf_values(list(original.trees), X), original.predict_index(X))
+    A = margin_rows(leaf_values(list(original.trees), X), original.predict_index(X))
     return _min_support_brute(A, original.n_trees)
 
 

@@ -7,16 +7,19 @@ import itertools
 import numpy as np
 import pytest
 
-from pace_cert import master
-from pace_cert.l0_cover import L0Cover
+from pace_cert.master.l0_bigm import solve_l0
+from pace_cert.master.l0_cover import L0Cover
+from pace_cert.master.l1 import solve_l1, solve_on_support
+from pace_cert.master.max_margin import max_margin_on_support
+from pace_cert.master.rows import margin_rows
 
 from .test_master_pricing import _setup
 
 
 def _rows(seed: int, n_classes: int):
     from pace_cert import zoo
-    from pace_cert.onnx_reader import ensemble_from_model
-    from pace_cert.pace import leaf_values
+    from pace_cert.learners.pool import leaf_values
+    from pace_cert.model.onnx_reader import ensemble_from_model
 
     from .helpers import small_problem
 
@@ -29,15 +32,15 @@ def _rows(seed: int, n_classes: int):
     S = ens.scores(X)  # drop exact vote ties: no weighting can meet them
     top = np.sort(S, axis=1)
     keep &= top[:, -1] - top[:, -2] > 1e-9
-    return master.margin_rows(leaf_values(learners, X[keep]), y0[keep]), len(learners)
+    return margin_rows(leaf_values(learners, X[keep]), y0[keep]), len(learners)
 
 
 def _min_support_brute(A: np.ndarray, T: int) -> int:
-    if master.solve_on_support(A, T, np.zeros(0, np.int64)) is not None:
+    if solve_on_support(A, T, np.zeros(0, np.int64)) is not None:
         return 0  # one class only: the offsets meet every row
     for k in range(1, T + 1):
         for S in itertools.combinations(range(T), k):
-            if master.max_margin_on_support(A, T, np.array(S)) is not None:
+            if max_margin_on_support(A, T, np.array(S)) is not None:
                 return k
     raise AssertionError("not even every learner meets the rows")
 
@@ -51,8 +54,8 @@ def test_cover_finds_the_minimum_support(seed, n_classes):
     assert int(sol.objective) == _min_support_brute(A, T)
     assert np.all(A @ np.r_[sol.weights, sol.offsets[1:]] >= 1 - 1e-7)  # the weights work
     # the big-M MILP can only be larger (M excludes extreme weight ranges)
-    l1 = master.solve_l1(A, T)
-    assert master.solve_l0(A, T, 10 * l1.objective).objective >= sol.objective
+    l1 = solve_l1(A, T)
+    assert solve_l0(A, T, 10 * l1.objective).objective >= sol.objective
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -72,9 +75,9 @@ def test_cover_cuts_carry_over_when_rows_are_added(seed):
 
 def test_cover_deadline_returns_a_feasible_incumbent():
     ens, _dom, Xs, y0 = _setup(0)
-    from pace_cert.pace import leaf_values
+    from pace_cert.learners.pool import leaf_values
 
-    A = master.margin_rows(leaf_values(list(ens.trees), Xs), y0)
+    A = margin_rows(leaf_values(list(ens.trees), Xs), y0)
     T = ens.n_trees
     sol = L0Cover(T, 1).solve(A, deadline=0.0)  # already past: no master solve at all
     assert not sol.optimal
@@ -85,9 +88,9 @@ def test_cover_deadline_falls_back_to_the_given_feasible_support():
     """Out of time with an infeasible warm support, the cover returns the ``fallback``
     support (pace passes the smallest certified model's) rather than every learner."""
     ens, _dom, Xs, y0 = _setup(0)
-    from pace_cert.pace import leaf_values
+    from pace_cert.learners.pool import leaf_values
 
-    A = master.margin_rows(leaf_values(list(ens.trees), Xs), y0)
+    A = margin_rows(leaf_values(list(ens.trees), Xs), y0)
     T = ens.n_trees
     best = L0Cover(T, 1).solve(A)
     support = np.flatnonzero(best.weights > 0)
@@ -109,7 +112,7 @@ def test_cover_skips_supports_the_caller_rejects(seed):
     banned = next(  # a learner of the free optimum that some feasible support can do without
         int(b)
         for b in np.flatnonzero(free.weights > 0)
-        if master.max_margin_on_support(A, T, np.setdiff1d(np.arange(T), [b])) is not None
+        if max_margin_on_support(A, T, np.setdiff1d(np.arange(T), [b])) is not None
     )
     cover = L0Cover(T, 2, seed=seed)
     sol = cover.solve(
@@ -124,7 +127,7 @@ def test_cover_skips_supports_the_caller_rejects(seed):
         k
         for k in range(1, T)
         for S in itertools.combinations(others, k)
-        if master.max_margin_on_support(A, T, np.array(S)) is not None
+        if max_margin_on_support(A, T, np.array(S)) is not None
     )
     assert int(sol.objective) == brute >= int(free.objective)
     assert np.all(A @ np.r_[sol.weights, sol.offsets[1:]] >= 1 - 1e-7)
@@ -156,7 +159,7 @@ def test_cover_drops_rejections_that_new_rows_make_usable():
 
 
 def test_cover_notices_changed_rows_of_the_same_count():
-    """The driver passes ``master.minimal_rows``: a new row can replace one it implies,
+    """The driver passes ``minimal_rows``: a new row can replace one it implies,
     so the row count stays while the rows change. Rejections must be tested again then
     too (a count check would keep the no-good and return a larger support)."""
     A, T, _free, cover, first, _banned = _costly_rejection()
@@ -171,7 +174,7 @@ def test_cover_notices_changed_rows_of_the_same_count():
 def test_cover_reports_progress_on_long_searches(monkeypatch):
     """A long cover search says where it is (lower bound, best support, cuts) every
     ``PROGRESS_SECONDS``; the reports change nothing in the answer."""
-    from pace_cert import l0_cover
+    from pace_cert.master import l0_cover
 
     A, T = _rows(0, 3)
     quiet = L0Cover(T, 2, seed=0).solve(A)

@@ -5,17 +5,27 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pace_cert import master, pricing
-from pace_cert.domain import build_domain
-from pace_cert.ensemble import LEAF, Tree
-from pace_cert.pace import leaf_values
+from pace_cert.learners import pricing
+from pace_cert.learners.pool import leaf_values
+from pace_cert.master.highs import INF, load_highs, new_highs
+from pace_cert.master.l0_bigm import NoIncumbent, gurobi_available, solve_l0, solve_l0_gurobi
+from pace_cert.master.l1 import L1Master, solve_l1
+from pace_cert.master.max_margin import max_margin_on_support
+from pace_cert.master.rows import (
+    distinct_rows,
+    margin_rows,
+    meets_rows,
+    minimal_rows,
+)
+from pace_cert.model.ensemble import LEAF, Tree
+from pace_cert.region.domain import build_domain
 
 from .helpers import small_problem
 
 
 def _setup(seed: int, n_classes: int = 2):
     from pace_cert import zoo
-    from pace_cert.onnx_reader import ensemble_from_model
+    from pace_cert.model.onnx_reader import ensemble_from_model
 
     X, y = small_problem(seed, n_features=3, n_classes=n_classes)
     m = zoo.make_model("rf", 6, 1, seed).fit(X, y)
@@ -29,8 +39,8 @@ def _setup(seed: int, n_classes: int = 2):
 
 
 def _l1(learners, Xs, y0):
-    A = master.margin_rows(leaf_values(learners, Xs), y0)
-    return master.solve_l1(A, len(learners))
+    A = margin_rows(leaf_values(learners, Xs), y0)
+    return solve_l1(A, len(learners))
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -145,14 +155,14 @@ def test_l1_master_warm_start_matches_cold_solves(n_classes):
     optimum (and valid duals) as a cold solve each time, re-solving from its basis."""
     ens, _dom, Xs, y0 = _setup(0, n_classes)
     rng = np.random.default_rng(1)
-    warm = master.L1Master()
+    warm = L1Master()
     learners = list(ens.trees[:3])
     n = max(2, len(Xs) // 3)
     warm_iters = cold_iters = 0
     for step in range(4):
-        A = master.margin_rows(leaf_values(learners, Xs[:n]), y0[:n])
+        A = margin_rows(leaf_values(learners, Xs[:n]), y0[:n])
         got = warm.solve(A, len(learners))
-        cold = master.solve_l1(A, len(learners))
+        cold = solve_l1(A, len(learners))
         assert got.objective == pytest.approx(cold.objective, rel=1e-9, abs=1e-9)
         assert np.all(A @ np.r_[got.weights, got.offsets[1:]] >= 1 - 1e-7)  # feasible
         assert np.sum(got.weights) == pytest.approx(got.objective, rel=1e-9)
@@ -162,14 +172,14 @@ def test_l1_master_warm_start_matches_cold_solves(n_classes):
             assert pricing.reduced_cost(t, Xs[:n], G) >= -1e-6
         if step:
             warm_iters += warm.iterations
-            h = master.new_highs()
+            h = new_highs()
             h.setOptionValue("presolve", "off")  # count simplex pivots, as a warm re-solve does
-            master.load_highs(  # the same LP, cold, to count its iterations
+            load_highs(  # the same LP, cold, to count its iterations
                 h,
                 A,
                 np.r_[np.ones(len(learners)), np.zeros(n_classes - 1)],
-                np.r_[np.zeros(len(learners)), np.full(n_classes - 1, -master.INF)],
-                np.full(A.shape[1], master.INF),
+                np.r_[np.zeros(len(learners)), np.full(n_classes - 1, -INF)],
+                np.full(A.shape[1], INF),
             )
             h.run()
             cold_iters += int(h.getInfo().simplex_iteration_count)
@@ -179,9 +189,9 @@ def test_l1_master_warm_start_matches_cold_solves(n_classes):
     assert warm_iters < cold_iters
     # removing a learner is not an extension: rebuilt, same optimum
     fewer = learners[1:]
-    A = master.margin_rows(leaf_values(fewer, Xs[:n]), y0[:n])
+    A = margin_rows(leaf_values(fewer, Xs[:n]), y0[:n])
     assert warm.solve(A, len(fewer)).objective == pytest.approx(
-        master.solve_l1(A, len(fewer)).objective, rel=1e-9
+        solve_l1(A, len(fewer)).objective, rel=1e-9
     )
     assert warm.rebuilds == 2
 
@@ -192,17 +202,17 @@ def test_l0_lower_bound_cut_and_max_margin_weights(seed):
     the support and meet every row."""
     ens, _dom, Xs, y0 = _setup(seed)
     learners = list(ens.trees)
-    A = master.margin_rows(leaf_values(learners, Xs), y0)
-    l1 = master.solve_l1(A, len(learners))
+    A = margin_rows(leaf_values(learners, Xs), y0)
+    l1 = solve_l1(A, len(learners))
     big_m = 10 * l1.objective
-    free = master.solve_l0(A, len(learners), big_m)
+    free = solve_l0(A, len(learners), big_m)
     assert free.optimal
-    cut = master.solve_l0(A, len(learners), big_m, min_support=int(free.objective))
+    cut = solve_l0(A, len(learners), big_m, min_support=int(free.objective))
     assert cut.objective == free.objective
-    more = master.solve_l0(A, len(learners), big_m, min_support=int(free.objective) + 1)
+    more = solve_l0(A, len(learners), big_m, min_support=int(free.objective) + 1)
     assert more.objective >= free.objective + 1
     support = np.flatnonzero(free.weights > 0)
-    mm = master.max_margin_on_support(A, len(learners), support)
+    mm = max_margin_on_support(A, len(learners), support)
     assert mm is not None
     assert set(np.flatnonzero(mm.weights > 0)) <= set(support)
     assert np.all(A @ np.r_[mm.weights, mm.offsets[1:]] >= 1 - 1e-7)
@@ -211,7 +221,7 @@ def test_l0_lower_bound_cut_and_max_margin_weights(seed):
 def test_boost_finds_a_single_new_tree_for_a_depth2_concept():
     """y0 = XOR of two thresholds: no stump in the pool separates it, one depth-2 tree
     does; boosting must return exactly that support, meeting every margin row."""
-    from pace_cert.boost import boost
+    from pace_cert.learners.boost import boost
 
     g = np.arange(4, dtype=np.float32)
     X = np.array([(a, b, c) for a in g for b in g for c in g], np.float32)
@@ -221,7 +231,7 @@ def test_boost_finds_a_single_new_tree_for_a_depth2_concept():
     res = boost(X, y0, pool, dom, depth=2, n_classes=2, max_size=1)
     assert res is not None and res.feasible and res.support == 1
     assert len(res.new_trees) == 1 and np.all(res.weights[: len(pool)] == 0)
-    A = master.margin_rows(leaf_values([*pool, *res.new_trees], X), y0)
+    A = margin_rows(leaf_values([*pool, *res.new_trees], X), y0)
     assert np.all(A @ np.r_[res.weights, res.offsets[1:]] >= 1 - 1e-7)
     assert np.array_equal(np.argmax(res.new_trees[0].value[res.new_trees[0].apply(X)], 1), y0)
 
@@ -232,7 +242,7 @@ def test_new_highs_leaves_stdout_alone_under_threads():
     import os
     from concurrent.futures import ThreadPoolExecutor
 
-    from pace_cert.master import new_highs
+    from pace_cert.master.highs import new_highs
 
     before = os.fstat(1)
     with ThreadPoolExecutor(max_workers=8) as ex:
@@ -245,14 +255,14 @@ def test_new_highs_leaves_stdout_alone_under_threads():
 def test_l0_milp_without_a_solution_raises_no_incumbent(solver):
     """A big-M below L1/T makes problem P infeasible (every feasible w sums to at least
     the L1 optimum): the MILP must say so with NoIncumbent, not return a support."""
-    if solver == "gurobi" and not master.gurobi_available():
+    if solver == "gurobi" and not gurobi_available():
         pytest.skip("gurobipy not installed")
     ens, _dom, Xs, y0 = _setup(0)
     learners = list(ens.trees)
-    A = master.margin_rows(leaf_values(learners, Xs), y0)
-    l1 = master.solve_l1(A, len(learners))
-    solve = master.solve_l0 if solver == "highs" else master.solve_l0_gurobi
-    with pytest.raises(master.NoIncumbent):
+    A = margin_rows(leaf_values(learners, Xs), y0)
+    l1 = solve_l1(A, len(learners))
+    solve = solve_l0 if solver == "highs" else solve_l0_gurobi
+    with pytest.raises(NoIncumbent):
         solve(A, len(learners), 0.5 * l1.objective / len(learners))
 
 
@@ -260,22 +270,20 @@ def test_gurobi_l0_reports_progress_during_a_solve():
     """With a period of 0 the gurobipy L0 solve reports from its MIP callback; every
     report's best support is a real support (>= the optimum) and its lower bound never
     exceeds the optimum. With a long period it says nothing."""
-    if not master.gurobi_available():
+    if not gurobi_available():
         pytest.skip("gurobipy not installed")
     import re
 
     from pace_cert import zoo
-    from pace_cert.onnx_reader import ensemble_from_model
+    from pace_cert.model.onnx_reader import ensemble_from_model
 
     X, y = small_problem(1, n_features=4, n_classes=3)
     ens, _ = ensemble_from_model(zoo.export_onnx(zoo.make_model("rf", 40, 2, 1).fit(X, y), 4))
     learners = list(ens.trees)
-    A = master.margin_rows(leaf_values(learners, X), ens.predict_index(X))
-    big_m = 10 * master.solve_l1(A, len(learners)).objective
+    A = margin_rows(leaf_values(learners, X), ens.predict_index(X))
+    big_m = 10 * solve_l1(A, len(learners)).objective
     msgs: list[str] = []
-    sol = master.solve_l0_gurobi(
-        A, len(learners), big_m, progress=msgs.append, progress_seconds=0.0
-    )
+    sol = solve_l0_gurobi(A, len(learners), big_m, progress=msgs.append, progress_seconds=0.0)
     assert sol.optimal and msgs
     for m in msgs:
         got = re.fullmatch(
@@ -287,7 +295,7 @@ def test_gurobi_l0_reports_progress_during_a_solve():
         assert int(got.group(2)) <= sol.objective
     assert any("best support" in m for m in msgs)
     quiet: list[str] = []
-    master.solve_l0_gurobi(A, len(learners), big_m, progress=quiet.append, progress_seconds=1e9)
+    solve_l0_gurobi(A, len(learners), big_m, progress=quiet.append, progress_seconds=1e9)
     assert quiet == []
 
 
@@ -298,18 +306,18 @@ def test_distinct_rows_keep_the_l0_problem(seed):
     and the same L0 optimum with its solution meeting every original row."""
     ens, _dom, Xs, y0 = _setup(seed)
     learners = list(ens.trees)
-    A = master.margin_rows(leaf_values(learners, Xs), y0)
+    A = margin_rows(leaf_values(learners, Xs), y0)
     A = np.vstack([A, A[::3]])  # repeats for sure
-    D = master.distinct_rows(A)
+    D = distinct_rows(A)
     assert len(D) < len(A) and len(np.unique(D, axis=0)) == len(D)
     assert {r.tobytes() for r in D} == {r.tobytes() for r in A}
     firsts = [next(i for i in range(len(A)) if np.array_equal(A[i], r)) for r in D]
     assert firsts == sorted(firsts)
-    big_m = 10 * master.solve_l1(A, len(learners)).objective
-    full, dedup = (master.solve_l0(M, len(learners), big_m) for M in (A, D))
+    big_m = 10 * solve_l1(A, len(learners)).objective
+    full, dedup = (solve_l0(M, len(learners), big_m) for M in (A, D))
     assert full.optimal and dedup.optimal and full.objective == dedup.objective
-    assert master.meets_rows(A, dedup)
-    assert master.distinct_rows(A[:1]) is not None and len(master.distinct_rows(A[:0])) == 0
+    assert meets_rows(A, dedup)
+    assert distinct_rows(A[:1]) is not None and len(distinct_rows(A[:0])) == 0
 
 
 def _implied_brute(D: np.ndarray, T: int) -> np.ndarray:
@@ -331,23 +339,19 @@ def test_minimal_rows_drop_exactly_the_implied_rows(seed):
     with the comparison blocks forced small."""
     ens, _dom, Xs, y0 = _setup(seed)
     learners = list(ens.trees)
-    A = master.margin_rows(leaf_values(learners, Xs), y0)
+    A = margin_rows(leaf_values(learners, Xs), y0)
     rng = np.random.default_rng(seed)
     T = 6
     R = np.hstack([rng.integers(-2, 3, (300, T)) / 2.0, rng.choice([-1.0, 1.0], (300, 2))])
     for M, t in ((A, len(learners)), (R, T)):
-        D = master.distinct_rows(M)
+        D = distinct_rows(M)
         expect = D[~_implied_brute(D, t)]
-        got = master.minimal_rows(M, t)
+        got = minimal_rows(M, t)
         assert np.array_equal(got, expect)  # same rows, same (first-seen) order
-        saved = master._DOMINANCE_CELLS
-        master._DOMINANCE_CELLS = 16 * t  # chunks of 16 rows: many blocks and chunks
-        try:
-            assert np.array_equal(master.minimal_rows(M, t), expect)
-        finally:
-            master._DOMINANCE_CELLS = saved
-    assert len(master.minimal_rows(A[:1], len(learners))) == 1
-    assert len(master.minimal_rows(A[:0], len(learners))) == 0
+        # chunks of 16 rows: many blocks and chunks
+        assert np.array_equal(minimal_rows(M, t, block_cells=16 * t), expect)
+    assert len(minimal_rows(A[:1], len(learners))) == 1
+    assert len(minimal_rows(A[:0], len(learners))) == 0
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -357,15 +361,15 @@ def test_minimal_rows_keep_the_l0_problem(seed, n_classes):
     weights and offsets near the L1 solution (some meeting every row, some not) meet the
     minimal rows iff they meet every row, and the L0 optimum (big-M MILP and cover) is
     the same, its solution meeting every row."""
-    from pace_cert.l0_cover import L0Cover
+    from pace_cert.master.l0_cover import L0Cover
 
     from .test_l0_cover import _rows
 
     A, T = _rows(seed, n_classes)
-    M = master.minimal_rows(A, T)
-    assert len(M) < len(master.distinct_rows(A))  # something was implied
+    M = minimal_rows(A, T)
+    assert len(M) < len(distinct_rows(A))  # something was implied
     rng = np.random.default_rng(seed)
-    l1 = master.solve_l1(A, T)
+    l1 = solve_l1(A, T)
     base = np.r_[l1.weights, l1.offsets[1:]]
     met = 0
     for _ in range(3000):
@@ -375,9 +379,9 @@ def test_minimal_rows_keep_the_l0_problem(seed, n_classes):
         met += both[0]
     assert 0 < met < 3000  # both outcomes occurred
     big_m = 10 * l1.objective
-    full, mini = (master.solve_l0(R, T, big_m) for R in (A, M))
+    full, mini = (solve_l0(R, T, big_m) for R in (A, M))
     assert full.optimal and mini.optimal and full.objective == mini.objective
-    assert master.meets_rows(A, mini)
+    assert meets_rows(A, mini)
     cov_full, cov_min = (L0Cover(T, n_classes - 1, seed=seed).solve(R) for R in (A, M))
     assert cov_full.objective == cov_min.objective == mini.objective
     assert np.all(A @ np.r_[cov_min.weights, cov_min.offsets[1:]] >= 1 - 1e-7)

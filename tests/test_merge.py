@@ -13,13 +13,15 @@ import pytest
 from pace_cert.cli.main import app
 from typer.testing import CliRunner
 
-from pace_cert import merge, zoo
-from pace_cert.ensemble import Tree
-from pace_cert.onnx_reader import ensemble_from_model
-from pace_cert.onnx_writer import ensemble_to_onnx
-from pace_cert.pace import CompressConfig, Pace, fold
-from pace_cert.region import region_mask
-from pace_cert.runtime import labels, session
+from pace_cert import zoo
+from pace_cert.learners import merge
+from pace_cert.learners.pool import fold
+from pace_cert.model.ensemble import Tree
+from pace_cert.model.onnx_reader import ensemble_from_model
+from pace_cert.model.onnx_writer import ensemble_to_onnx
+from pace_cert.model.runtime import labels, session
+from pace_cert.pace import CompressConfig, Pace
+from pace_cert.region.masks import region_mask
 
 from .helpers import small_problem, write_small_problem
 
@@ -183,7 +185,7 @@ def test_inconclusive_certificate_names_every_original_tree_and_is_not_refuted(t
 
 
 def test_unwitnessed_trees_are_those_splitting_no_witnessed_gap():
-    from pace_cert.witness import Witness, unwitnessed_trees
+    from pace_cert.region.witness import Witness, unwitnessed_trees
 
     def wit(f: int, a: float, b: float) -> Witness:
         x, x_next = np.zeros(3, np.float32), np.zeros(3, np.float32)

@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 
 from pace_cert import zoo
-from pace_cert.domain import infer_binary
-from pace_cert.onnx_reader import OnnxModelInfo, ensemble_from_model
-from pace_cert.onnx_writer import ensemble_to_onnx
-from pace_cert.oracle import PairResult, ScoreModel, SeparationOracle
-from pace_cert.pace import required_margin
-from pace_cert.region import region_mask
-from pace_cert.runtime import labels, session
+from pace_cert.model.onnx_reader import OnnxModelInfo, ensemble_from_model
+from pace_cert.model.onnx_writer import ensemble_to_onnx
+from pace_cert.model.runtime import labels, session
+from pace_cert.oracle.cpsat import PairResult, ScoreModel, SeparationOracle
+from pace_cert.region.domain import infer_binary
+from pace_cert.region.margins import required_margin
+from pace_cert.region.masks import region_mask
 
 from .helpers import candidates, oracle_region, small_problem
 
@@ -145,7 +145,7 @@ def test_racing_attempts_alternate_the_lp_and_every_one_answers_soundly(monkeypa
     """The racing portfolio: a pair's attempts run with linearization_level 0, 1, 0, ...
     (RACE_LINEARIZATION), each CP-SAT solve really gets its level, and an attempt run
     alone at either level gives the brute-force answer (no level is a shortcut)."""
-    import pace_cert.oracle as mod
+    import pace_cert.oracle.cpsat as mod
 
     X, y = small_problem(1, n_features=3, n_classes=2)
     model = zoo.export_onnx(zoo.make_model("rf", 6, 2, 1).fit(X, y), 3)
@@ -193,7 +193,7 @@ def test_stump_ensembles_race_with_the_lp_first():
     """Depth-1 originals without a plausibility forest start their racing attempts with
     CP-SAT's LP (RACE_LINEARIZATION_STUMPS), and both levels still give the brute-force
     answer on every pair of every candidate."""
-    import pace_cert.oracle as mod
+    import pace_cert.oracle.cpsat as mod
 
     assert mod.RACE_LINEARIZATION_STUMPS[:2] == (1, 0)
     X, y = small_problem(3, n_features=3, n_classes=3)
@@ -295,7 +295,7 @@ def test_schedule_for_names_the_schedule_separate_runs(monkeypatch):
         return PairResult(a[0], a[1], "UNKNOWN")
 
     monkeypatch.setattr(oracle, "_solve_pair", solve)
-    import pace_cert.oracle as mod
+    import pace_cert.oracle.cpsat as mod
 
     class Spy(mod.ThreadPoolExecutor):
         def __init__(self, *a, **kw):
@@ -342,7 +342,7 @@ def test_certificate_states_the_schedule_that_ran(tmp_path):
 
 @pytest.mark.parametrize("delta", [0.1, 0.3])
 def test_oracle_with_plausibility_and_binary_domain(delta):
-    from pace_cert.plausibility import fit_plausibility
+    from pace_cert.region.plausibility import fit_plausibility
 
     rng = np.random.default_rng(7)
     X = rng.integers(0, 2, size=(200, 4)).astype(np.float32)
@@ -362,7 +362,7 @@ def test_oracle_with_plausibility_and_binary_domain(delta):
 def test_per_tree_sums_answer_as_brute_force_and_as_the_flat_sums():
     """The plausibility (and, with "all", every) condition posted as one integer per tree
     gives the same statuses as the long flat sum, each checked against every cell."""
-    from pace_cert.plausibility import fit_plausibility
+    from pace_cert.region.plausibility import fit_plausibility
 
     rng = np.random.default_rng(5)  # binary features: the brute force stays small
     X = rng.integers(0, 2, size=(300, 6)).astype(np.float32)
@@ -385,7 +385,7 @@ def test_per_tree_sums_answer_as_brute_force_and_as_the_flat_sums():
 
 
 def test_per_tree_sums_post_one_bounded_integer_per_isolation_tree():
-    from pace_cert.plausibility import fit_plausibility
+    from pace_cert.region.plausibility import fit_plausibility
 
     X, y = small_problem(11, n_features=3, n_classes=2, n_rows=200)
     original, _ = ensemble_from_model(zoo.export_onnx(zoo.make_model("rf", 4, 2, 0).fit(X, y), 3))
@@ -416,7 +416,7 @@ def test_per_tree_sums_post_one_bounded_integer_per_isolation_tree():
 def _pool_problem(delta: float):
     """A binary RF8 x d2 on 3 real-valued features (a pool-screened domain), eta = 0.1 and
     a plausibility forest when ``delta`` > 0: (X, original, forest, domain, c_o, oracle)."""
-    from pace_cert.plausibility import fit_plausibility
+    from pace_cert.region.plausibility import fit_plausibility
 
     X, y = small_problem(1, n_features=3, n_classes=2, n_rows=200)
     X = X + np.random.default_rng(1).uniform(0, 0.9, X.shape).astype(np.float32)
@@ -502,7 +502,7 @@ def test_solution_hints_only_steer_the_search(enumerable):
     status: with and without them every pair gets the same answer, and hints were given.
     Without a plausibility forest the domain is enumerable (hints from the grid); with
     one it is not, and hints come from the screening pool."""
-    from pace_cert.plausibility import fit_plausibility
+    from pace_cert.region.plausibility import fit_plausibility
 
     X, y = small_problem(2, n_features=3, n_classes=3, n_rows=200)
     m = zoo.make_model("rf", 8, 2, 2).fit(X, y)

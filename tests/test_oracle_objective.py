@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 
 from pace_cert import zoo
-from pace_cert.domain import build_domain, infer_binary
-from pace_cert.ensemble import Ensemble
-from pace_cert.onnx_reader import ensemble_from_model
-from pace_cert.oracle import PairResult, RegionSpec, ScoreModel, SeparationOracle
-from pace_cert.oracle_objective import ObjectiveSeparationOracle
-from pace_cert.pace import region_margin, required_margin
-from pace_cert.region import region_mask
+from pace_cert.model.ensemble import Ensemble
+from pace_cert.model.onnx_reader import ensemble_from_model
+from pace_cert.oracle.cpsat import PairResult, RegionSpec, ScoreModel, SeparationOracle
+from pace_cert.oracle.objective import ObjectiveSeparationOracle
+from pace_cert.region.domain import build_domain, infer_binary
+from pace_cert.region.margins import region_margin, required_margin
+from pace_cert.region.masks import region_mask
 
 from .helpers import candidates, oracle_region, small_problem
 
@@ -70,7 +70,7 @@ def test_objective_oracle_matches_constraint_oracle(n_classes: int, eta: float) 
 
 def test_objective_oracle_parallel_pairs_with_plausibility() -> None:
     """Binary domain, plausibility region, and pairs solved in worker threads."""
-    from pace_cert.plausibility import fit_plausibility
+    from pace_cert.region.plausibility import fit_plausibility
 
     rng = np.random.default_rng(3)
     X = rng.integers(0, 2, size=(200, 5)).astype(np.float32)

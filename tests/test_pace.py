@@ -18,11 +18,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from pace_cert import pace as pace_module
 from pace_cert import zoo
 from pace_cert.app import run_compress
-from pace_cert.onnx_reader import ensemble_from_model, read_ensemble
+from pace_cert.cert.verify import run_verify
+from pace_cert.master.l0_bigm import gurobi_available
+from pace_cert.master.l1 import solve_l1
+from pace_cert.master.rows import MasterSolution, meets_rows
+from pace_cert.model.onnx_reader import ensemble_from_model, read_ensemble
 from pace_cert.pace import CompressConfig
-from pace_cert.verify import run_verify
 
 from .helpers import small_problem, write_small_problem
 
@@ -182,8 +186,8 @@ def _certified_l1(tmp_path, fam: str, seed: int, eta: float):
 def assert_agrees_on_every_cell(p, model, info, path) -> None:
     """``model``, written to ONNX, gives the original's (``path``) label on every
     allowed cell clearly inside the region of ``p``'s oracle (onnxruntime on both)."""
-    from pace_cert import runtime
-    from pace_cert.onnx_writer import ensemble_to_onnx
+    from pace_cert.model import runtime
+    from pace_cert.model.onnx_writer import ensemble_to_onnx
 
     grid, _ = p.oracle._grid()
     assert len(grid) > 0
@@ -301,7 +305,7 @@ def _compress_rf20_on_pool(tmp_path, monkeypatch, **cfg):
     """``run_compress`` on the RF20 problem (eta 0.1, 120 s, seed 0, ``cfg``) with the
     enumeration limit at 0, so its small domain is screened by a pool. (result,
     progress lines)."""
-    from pace_cert import oracle
+    from pace_cert.oracle import cpsat as oracle
 
     monkeypatch.setattr(oracle, "ENUM_LIMIT", 0)
     write_rf20_problem(tmp_path)
@@ -338,7 +342,7 @@ def test_prune_with_the_climbing_pre_search_certifies(tmp_path, monkeypatch):
     """With ``climb_steps`` on (off by default) the climb runs in rounds where the pool
     holds no separating point; the result is still CP-SAT-certified and passes
     ``verify --exhaustive``."""
-    from pace_cert import oracle
+    from pace_cert.oracle import cpsat as oracle
 
     calls: list[int] = []
     climb = oracle.SeparationOracle.climb
@@ -400,14 +404,13 @@ def test_l0_master_switches_to_the_cover_when_the_milp_breaks_its_rows(tmp_path,
     cover, the loop converges, and the result verifies on every cell. Without the row
     check the loop would refute the same bogus support round after round."""
     write_rf20_problem(tmp_path)
-    from pace_cert import master
 
     def broken(A, n_learners, big_m, **kw):  # every learner at u ~ 0: an empty support
-        return master.MasterSolution(
+        return MasterSolution(
             np.zeros(n_learners), np.zeros(A.shape[1] - n_learners + 1), 0.0, None, True, "x"
         )
 
-    monkeypatch.setattr(master, "solve_l0", broken)
+    monkeypatch.setattr(pace_module, "solve_l0", broken)
     said: list[str] = []
     res = run_compress(
         tmp_path / "model.onnx",
@@ -429,10 +432,10 @@ def test_l0_master_falls_back_to_the_cover_when_the_milp_has_no_solution(milp):
     rows, so P is infeasible; in runs, a time limit hit before the first incumbent), the
     L0 master answers with the cover instead of failing the run, and the support it
     returns meets every row."""
-    from pace_cert import master
+
     from pace_cert.pace import Pace
 
-    if milp == "gurobi" and not master.gurobi_available():
+    if milp == "gurobi" and not gurobi_available():
         pytest.skip("gurobipy not installed")
     X, y = small_problem(0, n_features=3, n_classes=2)
     original, _ = ensemble_from_model(zoo.export_onnx(zoo.make_model("rf", 8, 2, 0).fit(X, y), 3))
@@ -441,12 +444,12 @@ def test_l0_master_falls_back_to_the_cover_when_the_milp_has_no_solution(milp):
     p.best = None
     learners = list(original.trees)
     A = p.matrix(learners)
-    l1 = master.solve_l1(A, len(learners))
+    l1 = solve_l1(A, len(learners))
     tiny = 0.05 * l1.objective / len(learners)  # big-M = kappa * tiny = L1 / (2 T)
     solve, _last = p._l0_master(learners, tiny, None)
     sol = solve(A)
     assert any("found no solution" in m and "switching to the cover" in m for m in said), said
-    assert master.meets_rows(A, sol)
+    assert meets_rows(A, sol)
     assert 0 < sol.objective <= len(learners)
 
 
@@ -454,7 +457,7 @@ def test_faithful_loop_stops_when_the_master_repeats_refuted_samples():
     """A master whose weights the oracle keeps refuting with samples it already has
     (its solver met those rows only within tolerance) must not cycle until the round
     cap: the loop stops uncertified as soon as a round brings no new sample."""
-    from pace_cert import master
+
     from pace_cert.pace import Pace
 
     X, y = small_problem(0, n_features=3, n_classes=2)
@@ -464,10 +467,10 @@ def test_faithful_loop_stops_when_the_master_repeats_refuted_samples():
     learners = list(original.trees)
     k = original.n_classes
 
-    def stuck(A: np.ndarray) -> master.MasterSolution:  # one tree only, whatever the rows
+    def stuck(A: np.ndarray) -> MasterSolution:  # one tree only, whatever the rows
         w = np.zeros(len(learners))
         w[0] = 1.0
-        return master.MasterSolution(w, np.zeros(k), 1.0, None, True, "fixed")
+        return MasterSolution(w, np.zeros(k), 1.0, None, True, "fixed")
 
     res = p.faithful_loop("l0", stuck, learners)
     assert not res.certified and res.model is None
@@ -481,8 +484,8 @@ def test_clears_own_rows_rejects_weights_that_meet_the_rows_in_float64_only():
     the folded model's guard E_req exceeds it, and the oracle could only refute it with
     rows the master already has. ``clears_own_rows`` must say no (the L0 master then
     rejects the support instead of looping on it)."""
-    from pace_cert import master
-    from pace_cert.ensemble import Tree
+
+    from pace_cert.model.ensemble import Tree
     from pace_cert.pace import Pace
 
     X, y = small_problem(0, n_features=3, n_classes=2)
@@ -493,12 +496,12 @@ def test_clears_own_rows_rejects_weights_that_meet_the_rows_in_float64_only():
     neg = Tree(t.feature, t.threshold, t.left, t.right, -t.value)
     learners = [*original.trees, t, neg]
     A = p.matrix(learners)
-    sol = master.solve_l1(A, len(learners))
+    sol = solve_l1(A, len(learners))
     assert np.all(A @ np.r_[sol.weights, sol.offsets[1:]] >= 1 - 1e-7)
     assert p.clears_own_rows(sol, learners)
     w = sol.weights.copy()
     w[-2:] = 1e9
-    huge = master.MasterSolution(w, sol.offsets, sol.objective, None, True, "test")
+    huge = MasterSolution(w, sol.offsets, sol.objective, None, True, "test")
     assert np.all(A @ np.r_[huge.weights, huge.offsets[1:]] >= 1 - 1e-6)  # float64: fine
     assert not p.clears_own_rows(huge, learners)
 

@@ -10,8 +10,8 @@ import itertools
 import numpy as np
 import pytest
 
-from pace_cert import refit
-from pace_cert.ensemble import LEAF, Tree
+from pace_cert.learners import refit
+from pace_cert.model.ensemble import LEAF, Tree
 
 from .test_pace import prune_and_pace
 
@@ -159,8 +159,8 @@ def test_refit_triple_beats_prune_on_fico_table2(tmp_path):
 def test_refit_search_reports_progress(monkeypatch):
     """The refit phase's partner search says how far it is (bases searched, sets
     tried) every ``l0_cover.PROGRESS_SECONDS``; compas RF25 needs several bases."""
-    from pace_cert import l0_cover
-    from pace_cert.onnx_reader import ensemble_from_model
+    from pace_cert.master import l0_cover
+    from pace_cert.model.onnx_reader import ensemble_from_model
     from pace_cert.pace import CompressConfig, compress
 
     from .test_pace import table2_forest

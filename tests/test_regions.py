@@ -12,11 +12,11 @@ import pytest
 
 from pace_cert import zoo
 from pace_cert.app import run_compress
-from pace_cert.certificate import Certificate
-from pace_cert.onnx_reader import read_ensemble
+from pace_cert.cert.certificate import Certificate
+from pace_cert.model.onnx_reader import read_ensemble
+from pace_cert.model.runtime import labels, session
 from pace_cert.pace import CompressConfig
-from pace_cert.plausibility import load_artifact, plausibility_scores
-from pace_cert.runtime import labels, session
+from pace_cert.region.plausibility import load_artifact, plausibility_scores
 
 from .helpers import trained
 
@@ -37,7 +37,7 @@ def _independent_margin(ens, X):
 
 
 def _points(X, ens, rng, n=4000):
-    from pace_cert.domain import build_domain
+    from pace_cert.region.domain import build_domain
 
     dom = build_domain(ens.trees, ens.n_features)
     idx = [rng.integers(0, len(r), n) for r in dom.reps]

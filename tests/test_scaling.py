@@ -8,7 +8,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from pace_cert.scaling import scale_condition
+from pace_cert.region.scaling import scale_condition
 
 
 @pytest.mark.parametrize("magnitude", [1e-6, 1e-3, 1.0, 1e3, 1e6])

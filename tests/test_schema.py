@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pace_cert.certificate import Certificate
+from pace_cert.cert.certificate import Certificate
 
 SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "certificate.schema.json"
 

@@ -9,8 +9,8 @@ import itertools
 import numpy as np
 import pytest
 
-from pace_cert.domain import build_domain
-from pace_cert.synth import Cut, candidate_cuts, shape_tree, synthesize
+from pace_cert.learners.synth import Cut, candidate_cuts, shape_tree, synthesize
+from pace_cert.region.domain import build_domain
 
 from .helpers import stump, write_small_problem
 
@@ -131,8 +131,8 @@ def test_shape_tree_routes_like_its_cuts():
 def _region_cells(original, eta: float):
     """Cell indices (per feature) and labels of every grid point of small_problem's
     4-level grid inside the confidence region of ``original``."""
-    from pace_cert.pace import region_margin
-    from pace_cert.region import margin_mask
+    from pace_cert.region.margins import region_margin
+    from pace_cert.region.masks import margin_mask
 
     X = _grid((4,) * original.n_features).astype(np.float32)
     inside = margin_mask(original, X, region_margin(original, eta))
@@ -160,7 +160,7 @@ def test_pace_size_bound_holds_on_every_cell_of_the_region(tmp_path, seed):
     pair of depth-2 trees finds none label-pure on the region's cells (all enumerated),
     so no model of two such trees is faithful; the kept model has 3 trees."""
     from pace_cert.app import run_compress
-    from pace_cert.onnx_reader import read_ensemble
+    from pace_cert.model.onnx_reader import read_ensemble
     from pace_cert.pace import CompressConfig
 
     write_small_problem(tmp_path, "rf", 25, 2, seed, n_features=4, n_classes=3, n_rows=300)
@@ -183,7 +183,7 @@ def test_pace_stops_after_pruning_when_the_pruned_model_is_proved_minimal(tmp_pa
     (the certificate says why). Brute force over every pair of depth-2 trees on every
     region cell confirms the bound; the written model verifies on every cell."""
     from pace_cert.app import run_compress
-    from pace_cert.onnx_reader import read_ensemble
+    from pace_cert.model.onnx_reader import read_ensemble
     from pace_cert.pace import STOP_PROVED_MINIMAL, CompressConfig
 
     from .test_pace import assert_verifies_exhaustively
@@ -237,7 +237,7 @@ def test_a_synthesis_solve_stopped_at_its_cap_is_retried_with_the_time_left(tmp_
     the stopped question again with all the time left and reaches the same bound as
     with the default cap; without a time limit it stops at the first stopped solve."""
     from pace_cert import zoo
-    from pace_cert.onnx_reader import read_ensemble
+    from pace_cert.model.onnx_reader import read_ensemble
     from pace_cert.pace import CompressConfig, Pace
 
     from .helpers import small_problem
@@ -267,8 +267,9 @@ def test_a_synthesis_solve_stopped_at_its_cap_is_retried_with_the_time_left(tmp_
 def test_synthesis_solves_use_synth_threads_workers(monkeypatch):
     """Each synthesis solve runs with ``cfg.synth_threads`` CP-SAT workers (default 1),
     or ``cfg.threads`` when it is 0; the bound is the same either way."""
-    from pace_cert import synth, zoo
-    from pace_cert.onnx_reader import ensemble_from_model
+    from pace_cert import zoo
+    from pace_cert.learners import synth
+    from pace_cert.model.onnx_reader import ensemble_from_model
     from pace_cert.pace import CompressConfig, Pace
 
     from .helpers import small_problem

@@ -274,8 +274,8 @@ def test_an_original_learner_with_other_leaf_values_is_refuted(run, tmp_path):
 def test_exhaustive_on_too_many_cells_is_bad_input_before_solving(run, tmp_path, monkeypatch):
     """--exhaustive on a domain beyond its limit fails at once (exit 3), without first
     running the CP-SAT proof it cannot complete anyway."""
-    from pace_cert import verify
-    from pace_cert.oracle import SeparationOracle
+    from pace_cert.cert import verify
+    from pace_cert.oracle.cpsat import SeparationOracle
 
     def no_proof(*args, **kwargs):
         raise AssertionError("the proof ran")
@@ -292,7 +292,7 @@ def test_cell_count_does_not_overflow():
     """7 features of ~1,000 allowed cells each: 1.3e21 cells, beyond int64."""
     from types import SimpleNamespace
 
-    from pace_cert.verify import EXHAUSTIVE_LIMIT, _cell_count
+    from pace_cert.cert.verify import EXHAUSTIVE_LIMIT, _cell_count
 
     sizes = [1065, 1070, 1028, 991, 1025, 1061, 1045]
     dom = SimpleNamespace(n_features=7, allowed=lambda i: np.ones(sizes[i], bool))
@@ -339,11 +339,11 @@ def test_probe_refutes_a_model_the_proof_let_through(run, tmp_path, monkeypatch)
     through the proof, and neither the history (emptied) nor the data rows (only those
     where both models agree) show the disagreement; the probe's onnxruntime replay finds
     it at a point of the region that is no data row."""
-    from pace_cert.onnx_reader import read_ensemble
-    from pace_cert.oracle import PairResult, SeparationOracle
-    from pace_cert.plausibility import load_artifact
-    from pace_cert.region import region_mask
-    from pace_cert.runtime import labels, session
+    from pace_cert.model.onnx_reader import read_ensemble
+    from pace_cert.model.runtime import labels, session
+    from pace_cert.oracle.cpsat import PairResult, SeparationOracle
+    from pace_cert.region.masks import region_mask
+    from pace_cert.region.plausibility import load_artifact
 
     from .test_end_to_end import read_rows, tamper_leaves
 

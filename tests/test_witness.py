@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 from scipy.optimize import linprog
 
-from pace_cert import witness, zoo
-from pace_cert.onnx_reader import ensemble_from_model
+from pace_cert import zoo
+from pace_cert.model.onnx_reader import ensemble_from_model
+from pace_cert.model.runtime import labels, session
 from pace_cert.pace import CompressConfig, Pace
-from pace_cert.region import region_mask
-from pace_cert.runtime import labels, session
+from pace_cert.region import witness
+from pace_cert.region.masks import region_mask
 
 from .helpers import small_problem
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ensemble import LEAF, Tree
+from pace_cert.model.ensemble import LEAF, Tree
 
 
 def partition_key(tree: Tree) -> bytes:

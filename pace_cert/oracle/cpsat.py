@@ -33,9 +33,9 @@ from functools import cached_property
 import numpy as np
 from ortools.sat.python import cp_model
 
-from .domain import FeatureDomain
-from .ensemble import LEAF, Ensemble, FlatForest, Tree, tree_sums
-from .scaling import ScaledCondition, scale_condition
+from pace_cert.model.ensemble import LEAF, Ensemble, FlatForest, Tree, tree_sums
+from pace_cert.region.domain import FeatureDomain
+from pace_cert.region.scaling import ScaledCondition, scale_condition
 
 # Which conditions ``_post`` writes with one integer variable per tree:
 # "plausibility" (the isolation forest's sum: ~100 deep trees, ~9,000 leaves on seeds,

@@ -31,7 +31,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from .ensemble import (
+from pace_cert.errors import InputError
+from pace_cert.model.ensemble import (
     LEAF,
     Ensemble,
     Tree,
@@ -40,7 +41,6 @@ from .ensemble import (
     prev_float32,
     summation_error_bound,
 )
-from .errors import InputError
 
 ML_DOMAIN = "ai.onnx.ml"
 U32 = 2.0**-24

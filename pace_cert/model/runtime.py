@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 
-from .errors import InputError
+from pace_cert.errors import InputError
 
 
 def session(model: bytes) -> ort.InferenceSession:

@@ -20,9 +20,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import master, pricing
-from .domain import FeatureDomain
-from .ensemble import Tree
+from pace_cert.learners import pricing
+from pace_cert.master.max_margin import solve_max_margin
+from pace_cert.master.rows import margin_rows
+from pace_cert.model.ensemble import Tree
+from pace_cert.region.domain import FeatureDomain
 
 TOL = 1e-9
 
@@ -66,18 +68,18 @@ def boost(
     supports). The result is ``feasible`` when rho > 0 was reached; the caller compares
     its ``support`` with ``max_size``. None when no column could be added at all.
     """
-    from .pace import leaf_values  # late import: pace imports this module
+    from pace_cert.learners.pool import leaf_values
 
     if len(X) == 0 or max_size < 1:
         return None
     K = n_classes
-    beta = master.margin_rows(np.zeros((len(X), 0, K)), y0)  # offset columns only
+    beta = margin_rows(np.zeros((len(X), 0, K)), y0)  # offset columns only
 
     def column(tree: Tree) -> np.ndarray:
-        return master.margin_rows(leaf_values([tree], X), y0)[:, 0]
+        return margin_rows(leaf_values([tree], X), y0)[:, 0]
 
     if pool_cols is None:
-        pool_cols = master.margin_rows(leaf_values(pool, X), y0)[:, : len(pool)]
+        pool_cols = margin_rows(leaf_values(pool, X), y0)[:, : len(pool)]
     cols = list(pool_cols.T)
     scale = [float(np.max(np.abs(c))) for c in cols]
     new: list[Tree] = []
@@ -112,7 +114,7 @@ def boost(
             else:
                 active.append(best_pool)
         A = np.hstack([np.stack([cols[j] / scale[j] for j in active], axis=1), beta])
-        sol = master.solve_max_margin(A, len(active), seed=seed)
+        sol = solve_max_margin(A, len(active), seed=seed)
         v, gamma = sol.duals, sol.gamma
         if sol.rho > TOL:
             break

@@ -48,9 +48,8 @@ from fractions import Fraction
 import highspy
 import numpy as np
 
-from .domain import FeatureDomain
-from .master import INF, new_highs
-from .oracle import (
+from pace_cert.master.highs import INF, new_highs
+from pace_cert.oracle.cpsat import (
     MAX_SPURIOUS,
     PairResult,
     RegionSpec,
@@ -58,6 +57,7 @@ from .oracle import (
     SeparationOracle,
     reachable_paths,
 )
+from pace_cert.region.domain import FeatureDomain
 
 REL_TOL = 1e-9  # region relaxation and objective tolerance, relative to the row's scale
 FEAS_TOL = 1e-9  # HiGHS primal and integrality feasibility tolerances (defaults 1e-7/1e-6)

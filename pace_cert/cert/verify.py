@@ -22,19 +22,19 @@ from pathlib import Path
 import numpy as np
 from pydantic import ValidationError
 
-from .certificate import Certificate, label
-from .claims import claim_problems, domain_arrays, is_constant, structural_problems
-from .domain import build_domain
-from .ensemble import LEAF
-from .errors import InputError
-from .merge import structure_key
-from .onnx_reader import ensemble_from_model, load_onnx
-from .oracle import RegionSpec, ScoreModel, SeparationOracle
-from .pace import eta_units, region_margin, required_margin
-from .region import probe_points, region_mask
-from .runtime import labels, loadable_session
-from .witness import Witness, check_witnesses
-from .witness import size_bound as witness_size_bound
+from pace_cert.cert.certificate import Certificate, label
+from pace_cert.cert.claims import claim_problems, domain_arrays, is_constant, structural_problems
+from pace_cert.errors import InputError
+from pace_cert.learners.merge import structure_key
+from pace_cert.model.ensemble import LEAF
+from pace_cert.model.onnx_reader import ensemble_from_model, load_onnx
+from pace_cert.model.runtime import labels, loadable_session
+from pace_cert.oracle.cpsat import RegionSpec, ScoreModel, SeparationOracle
+from pace_cert.region.domain import build_domain
+from pace_cert.region.margins import eta_units, region_margin, required_margin
+from pace_cert.region.masks import probe_points, region_mask
+from pace_cert.region.witness import Witness, check_witnesses
+from pace_cert.region.witness import size_bound as witness_size_bound
 
 EXHAUSTIVE_LIMIT = 2_000_000
 
@@ -123,7 +123,7 @@ def _plausibility(cert: Certificate, cert_path: Path, comp_path: Path):
         ) from None
     if _sha(blob) != reg.plausibility.sha256:
         raise InputError(p, "plausibility artifact does not match the certificate (sha256)")
-    from .plausibility import from_json_dict
+    from pace_cert.region.plausibility import from_json_dict
 
     try:
         forest = from_json_dict(json.loads(blob))
@@ -198,7 +198,7 @@ def _prove(
         raise InputError(original_path, "does not match the certificate (sha256 differs)")
     if _sha(cb) != cert.compressed.sha256:
         raise InputError(compressed_path, "does not match the certificate (sha256 differs)")
-    from .onnx_reader import UnsupportedModel
+    from pace_cert.model.onnx_reader import UnsupportedModel
 
     models, infos, sessions = [], [], []
     for path, blob in ((original_path, ob), (compressed_path, cb)):
@@ -254,7 +254,7 @@ def _prove(
         )
     X_data = None
     if data_path is not None:
-        from .data import read_csv
+        from pace_cert.data import read_csv
 
         X_data = read_csv(data_path, orig.classes, orig.n_features).X.astype(np.float32)
     X_probe = None if X_data is None else probe_points(X_data, probe, cert.seed)

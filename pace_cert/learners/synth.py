@@ -34,8 +34,8 @@ from dataclasses import dataclass
 import numpy as np
 from ortools.sat.python import cp_model
 
-from . import refit
-from .ensemble import Tree
+from pace_cert.learners import refit
+from pace_cert.model.ensemble import Tree
 
 
 @dataclass(frozen=True)

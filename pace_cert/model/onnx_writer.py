@@ -21,9 +21,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from . import __version__
-from .ensemble import LEAF, Ensemble
-from .onnx_reader import NODE_ATTRS, TARGET_ATTRS, OnnxModelInfo
+from pace_cert import __version__
+from pace_cert.model.ensemble import LEAF, Ensemble
+from pace_cert.model.onnx_reader import NODE_ATTRS, TARGET_ATTRS, OnnxModelInfo
 
 
 def _is_f32(a: np.ndarray) -> bool:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .ensemble import LEAF, Tree
+from pace_cert.model.ensemble import LEAF, Tree
 
 
 def structure_key(tree: Tree) -> bytes:

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 from ortools.sat.python import cp_model
 
-from .domain import FeatureDomain
-from .oracle import PairResult, RegionSpec, ScoreModel, SeparationOracle
-from .scaling import ScaledCondition
+from pace_cert.oracle.cpsat import PairResult, RegionSpec, ScoreModel, SeparationOracle
+from pace_cert.region.domain import FeatureDomain
+from pace_cert.region.scaling import ScaledCondition
 
 
 @dataclass

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from pace_cert.ensemble import LEAF, FlatForest, Tree, float32_floor, tree_sums
+from pace_cert.model.ensemble import LEAF, FlatForest, Tree, float32_floor, tree_sums
 
 FORMAT_TAG = "pace-cert-plausibility/1"
 

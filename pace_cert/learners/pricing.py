@@ -33,8 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .domain import FeatureDomain
-from .ensemble import LEAF, Tree
+from pace_cert.model.ensemble import LEAF, Tree
+from pace_cert.region.domain import FeatureDomain
 
 TOL = 1e-6
 

@@ -1,6 +1,6 @@
 """Problem P (the L0 master) by combinatorial Benders decomposition.
 
-The big-M MILP of :func:`master.solve_l0` has a weak relaxation (its bound is about
+The big-M MILP of :func:`solve_l0` has a weak relaxation (its bound is about
 sum(w) / M), so even 25 binaries can take seconds per solve. Here the two parts of P
 are solved apart:
 
@@ -8,7 +8,7 @@ are solved apart:
   every cut C collected so far (CP-SAT, kept across calls; measured ~10x faster than
   HiGHS' MILP on these pure 0/1 covers);
 * subproblem: for the chosen support S, the max-margin LP on S
-  (:func:`master.solve_max_margin` on columns scaled to max |a| = 1). S is feasible iff
+  (:func:`solve_max_margin` on columns scaled to max |a| = 1). S is feasible iff
   its margin rho > ``FEASIBLE_RHO``; the master is a relaxation of P, so the first
   feasible support it returns is a minimum one.
 
@@ -36,7 +36,7 @@ is not monotone in the rows (new rows change the max-margin weights), so when th
 have changed every no-good is tested again; if one of its supports has become usable,
 the master restarts without cuts (rare: rejections themselves are).
 
-Rows only grow during a faithful loop (the driver passes :func:`master.minimal_rows`,
+Rows only grow during a faithful loop (the driver passes :func:`minimal_rows`,
 which drops only rows that kept ones imply), so a support infeasible once stays infeasible:
 cuts and the lower bound are kept across calls on the same learners. The solver only
 chooses weights; faithfulness is decided by the oracle.
@@ -53,8 +53,9 @@ import highspy
 import numpy as np
 from ortools.sat.python import cp_model
 
-from . import master
-from .master import INF, MasterSolution, load_highs, new_highs, normalise_columns
+from pace_cert.master.highs import INF, load_highs, new_highs
+from pace_cert.master.l1 import solve_on_support
+from pace_cert.master.rows import MasterSolution, normalise_columns
 
 FEASIBLE_RHO = 1e-9  # normalised margin above which a support counts as feasible
 PROGRESS_SECONDS = 15.0  # a long solve reports its bounds this often (``progress``)
@@ -117,7 +118,7 @@ class L0Cover:
     """Minimum-support weights for a fixed learner set, cuts kept across calls.
 
     ``solve(A)`` may be called again with rows that imply the previous ones (rows
-    appended; or, from :func:`master.minimal_rows`, rows the new ones imply dropped);
+    appended; or, from :func:`minimal_rows`, rows the new ones imply dropped);
     the learner count is fixed at construction.
     """
 
@@ -235,7 +236,7 @@ class L0Cover:
         usable: Callable[[MasterSolution], bool] | None = None,
         progress: Callable[[str], None] | None = None,
     ) -> MasterSolution:
-        """A minimum support for rows ``A`` (layout of :func:`master.margin_rows`) with
+        """A minimum support for rows ``A`` (layout of :func:`margin_rows`) with
         max-margin weights on it (rescaled so every row meets >= 1) that pass ``usable``.
         ``optimal`` is False when the deadline stopped the search; then the smallest
         usable feasible support seen is returned: ``warm_support`` or ``fallback`` (e.g.
@@ -290,7 +291,7 @@ class L0Cover:
             if sol is not None:
                 best = (ws, sol)
         if self.lb == 0:  # one class only among the samples: offsets alone may do
-            alone = master.solve_on_support(A, self.T, np.zeros(0, np.int64), seed=self.seed)
+            alone = solve_on_support(A, self.T, np.zeros(0, np.int64), seed=self.seed)
             if alone is not None:
                 self.stats.seconds += time.perf_counter() - t0
                 return dataclasses.replace(alone, objective=0.0, status="optimal (cover)")

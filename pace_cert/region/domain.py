@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .ensemble import LEAF, Tree, next_float32
+from pace_cert.model.ensemble import LEAF, Tree, next_float32
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,10 @@ import math
 
 import numpy as np
 
-from .certificate import Certificate, label
-from .ensemble import Ensemble, float32_sum_guard
-from .onnx_reader import OnnxModelInfo
-from .pace import eta_units, required_margin
+from pace_cert.cert.certificate import Certificate, label
+from pace_cert.model.ensemble import Ensemble, float32_sum_guard
+from pace_cert.model.onnx_reader import OnnxModelInfo
+from pace_cert.region.margins import eta_units, required_margin
 
 #: CP-SAT's random_seed is a 32-bit signed integer
 MAX_SEED = 2**31 - 1

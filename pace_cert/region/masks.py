@@ -10,12 +10,12 @@ from fractions import Fraction
 
 import numpy as np
 
-from .ensemble import Ensemble
+from pace_cert.model.ensemble import Ensemble
 
 
 def margin_mask(original: Ensemble, X: np.ndarray, c_o: float) -> np.ndarray:
     """Rows whose original margin (best class over every other) is > c_o."""
-    from .oracle import ScoreModel
+    from pace_cert.oracle.cpsat import ScoreModel
 
     X = np.asarray(X, np.float32)
     if len(X) == 0:
@@ -40,7 +40,7 @@ def margin_mask(original: Ensemble, X: np.ndarray, c_o: float) -> np.ndarray:
 
 def plausibility_mask(forest, X: np.ndarray) -> np.ndarray:
     """Rows with A(x) >= delta_abs (exact near the threshold)."""
-    from .plausibility import plausibility_scores
+    from pace_cert.region.plausibility import plausibility_scores
 
     X = np.asarray(X, np.float32)
     A = plausibility_scores(forest, X)

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .domain import FeatureDomain
-from .ensemble import LEAF, Ensemble, Tree
+from pace_cert.model.ensemble import LEAF, Ensemble, Tree
+from pace_cert.region.domain import FeatureDomain
 
 MAX_WITNESSES = 2048  # kept per run: bounds the certificate's size (2 points each)
 

@@ -1,0 +1,1 @@
+"""The certificate: its model, how it is built, its claims, and the independent verify."""

@@ -1,0 +1,1 @@
+"""Learners: the pool, pricing, boosting, refit, synthesis, merging shared splits."""

@@ -1,0 +1,133 @@
+"""Problem R, the L1 master on HiGHS: min sum w over the margin rows, with duals.
+
+Warm-started across separation rounds (the matrix only grows); the duals price new
+learners (``pace_cert/learners/pricing.py``).
+"""
+
+from __future__ import annotations
+
+import highspy
+import numpy as np
+
+from pace_cert.master.highs import INF, load_highs, new_highs
+from pace_cert.master.rows import MasterSolution
+
+
+def solve_l1(A: np.ndarray, n_learners: int, *, threads: int = 1, seed: int = 0) -> MasterSolution:
+    """Problem R: min sum w  s.t.  A [w; beta] >= 1,  w >= 0, beta free (a cold solve)."""
+    return L1Master(threads=threads, seed=seed).solve(A, n_learners)
+
+
+class L1Master:
+    """Problem R kept in one HiGHS instance across rounds (simplex warm start).
+
+    The driver's constraint matrix only grows: new samples append rows, new learners
+    insert w-columns before the beta columns. ``solve(A, T)`` checks that ``A`` extends
+    the matrix solved last (same old block, bit for bit), appends the new columns and
+    rows to the HiGHS model and re-solves from the previous basis; anything else (e.g.
+    learners removed) rebuilds the model. The answer is the same LP's optimum either way.
+    """
+
+    def __init__(self, *, threads: int = 1, seed: int = 0) -> None:
+        self.threads, self.seed = threads, seed
+        self.h: highspy.Highs | None = None
+        self.A = np.zeros((0, 0))
+        self.T = 0
+        self.cols = np.zeros(0, np.int64)  # column j of A -> HiGHS column
+        self.rebuilds = 0
+        self.iterations = 0  # simplex iterations of the last solve
+
+    def _extends(self, A: np.ndarray, T: int) -> bool:
+        r0, c0 = self.A.shape
+        T0 = self.T
+        return (
+            self.h is not None
+            and A.shape[1] - T == c0 - T0
+            and T >= T0
+            and A.shape[0] >= r0
+            and np.array_equal(A[:r0, :T0], self.A[:, :T0])
+            and np.array_equal(A[:r0, T:], self.A[:, T0:])
+        )
+
+    def _build(self, A: np.ndarray, T: int) -> None:
+        self.h = new_highs(self.threads, self.seed)
+        n_cols = A.shape[1]
+        cost = np.r_[np.ones(T), np.zeros(n_cols - T)]
+        lower = np.r_[np.zeros(T), np.full(n_cols - T, -INF)]
+        load_highs(self.h, A, cost, lower, np.full(n_cols, INF))
+        self.cols = np.arange(n_cols)
+        self.rebuilds += 1
+
+    def _extend(self, A: np.ndarray, T: int) -> None:
+        h = self.h
+        r0 = self.A.shape[0]
+        T0 = self.T
+        new = A[:r0, T0:T]
+        if T > T0:
+            nz_c, nz_r = np.nonzero(new.T)  # column-major entries of the new columns
+            n_new = T - T0
+            h.addCols(
+                n_new,
+                np.ones(n_new),
+                np.zeros(n_new),
+                np.full(n_new, INF),
+                len(nz_r),
+                np.searchsorted(nz_c, np.arange(n_new)).astype(np.int32),
+                nz_r.astype(np.int32),
+                new.T[nz_c, nz_r].astype(float),
+            )
+            first = int(h.getNumCol()) - n_new
+            self.cols = np.r_[self.cols[:T0], first + np.arange(n_new), self.cols[T0:]]
+        rows = A[r0:]
+        if len(rows):
+            nz_r, nz_c = np.nonzero(rows)
+            h.addRows(
+                len(rows),
+                np.ones(len(rows)),
+                np.full(len(rows), INF),
+                len(nz_c),
+                np.searchsorted(nz_r, np.arange(len(rows))).astype(np.int32),
+                self.cols[nz_c].astype(np.int32),
+                rows[nz_r, nz_c].astype(float),
+            )
+
+    def solve(self, A: np.ndarray, n_learners: int) -> MasterSolution:
+        """Problem R on ``A`` (layout of :func:`margin_rows`), warm-started when possible."""
+        if self._extends(A, n_learners):
+            self._extend(A, n_learners)
+        else:
+            self._build(A, n_learners)
+        self.A, self.T = A.copy(), n_learners
+        h = self.h
+        h.run()
+        st = h.getModelStatus()
+        if st != highspy.HighsModelStatus.kOptimal:
+            self.h = None  # do not extend a model in an unknown state
+            raise RuntimeError(f"L1 master not optimal: {h.modelStatusToString(st)}")
+        self.iterations = int(h.getInfo().simplex_iteration_count)
+        sol = h.getSolution()
+        x = np.asarray(sol.col_value)[self.cols]
+        return MasterSolution(
+            weights=np.maximum(x[:n_learners], 0.0),
+            offsets=np.r_[0.0, x[n_learners:]],
+            objective=float(h.getInfo().objective_function_value),
+            duals=np.maximum(np.asarray(sol.row_dual), 0.0),
+            optimal=True,
+            status="optimal",
+        )
+
+
+def solve_on_support(
+    A: np.ndarray, n_learners: int, support: np.ndarray, *, seed: int = 0
+) -> MasterSolution | None:
+    """L1 weights restricted to ``support`` (other weights fixed to 0), or None when the
+    rows cannot be met on that support. If an optimal L0 support stays feasible after rows
+    are added, it is still optimal: adding rows never lowers the L0 optimum."""
+    cols = np.r_[np.asarray(support, np.int64), np.arange(n_learners, A.shape[1])]
+    try:
+        sub = solve_l1(A[:, cols], len(support), seed=seed)
+    except RuntimeError:
+        return None
+    w = np.zeros(n_learners)
+    w[np.asarray(support, np.int64)] = sub.weights
+    return MasterSolution(w, sub.offsets, float(np.sum(w > 0)), None, True, "support re-solve")

@@ -1,0 +1,1 @@
+"""The model stage: the tree-ensemble IR, ONNX reading and writing, onnxruntime."""
