@@ -28,7 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness
 
-from pace_cert.pace import CompressConfig, compress
+from pace_cert.driver.runner import compress
+
+from pace_cert.settings import CompressConfig
 
 CASES = (  # cases that converge within minutes on 2 cores (see profile.md for the rest)
     ("compas", 25, 2, "pace", 0.1, 0.1),
@@ -48,7 +50,7 @@ def run(case, variant: str, time_limit: float) -> dict:
     ds, n, d, mode, eta, delta = case
     prep = harness.prepare(harness.Config(ds, "rf", n, d, mode, eta, delta, 0))
     cfg = replace(
-        CompressConfig(mode=mode, eta=eta, delta=delta, time_limit=time_limit, seed=0),
+        CompressConfig.of(mode=mode, eta=eta, delta=delta, time_limit=time_limit, seed=0),
         **VARIANTS[variant],
     )
     rounds = []

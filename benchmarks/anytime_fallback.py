@@ -33,7 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness
 
-from pace_cert.pace import CompressConfig, compress
+from pace_cert.driver.runner import compress
+
+from pace_cert.settings import CompressConfig
 
 DEFAULT_VARIANTS = ("reweight:fallback=reweight", "grow:fallback=grow")
 
@@ -72,7 +74,7 @@ class Row:
 
 def run_case(dataset: str, n: int, seed: int, variant: tuple[str, dict], time_limit: float) -> Row:
     prep = harness.prepare(harness.Config(dataset, "rf", n, 2, "prune", 0.1, 0.1, seed))
-    cc = CompressConfig(
+    cc = CompressConfig.of(
         mode="prune", eta=0.1, delta=0.1, seed=0, threads=2, time_limit=time_limit,
         **variant[1],
     )  # fmt: skip

@@ -24,13 +24,14 @@ def main(root: str, family: str, dataset: str, mode: str, seed: str, n: str = "2
     import harness as h  # from ROOT, on purpose
 
     import pace_cert
-    from pace_cert.pace import CompressConfig, compress
+    from pace_cert.driver.runner import compress
+    from pace_cert.settings import CompressConfig
 
     if not Path(pace_cert.__file__).resolve().is_relative_to(base):
         raise SystemExit(f"pace_cert comes from {pace_cert.__file__}, not {base}")
     cfg = h.Config(dataset, family, 50, 1, mode, 0.0, 0.0, int(seed))
     prep = h.prepare(cfg)
-    comp = CompressConfig(mode=mode, seed=int(seed), threads=2, time_limit=300.0)
+    comp = CompressConfig.of(mode=mode, seed=int(seed), threads=2, time_limit=300.0)
     times = []
     for i in range(int(n) + 2):
         t0 = time.perf_counter()

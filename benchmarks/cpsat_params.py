@@ -40,8 +40,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness
 
 from pace_cert.oracle import cpsat as oracle_mod
-from pace_cert.oracle.cpsat import ScoreModel
-from pace_cert.pace import CompressConfig, Pace
+from pace_cert.oracle.score_model import ScoreModel
+from pace_cert.settings import CompressConfig
+from tests.helpers import run_state as Pace  # TODO(restructure)
 from pace_cert.region.margins import required_margin
 
 CASES = [
@@ -153,7 +154,7 @@ def main() -> int:
         pace = Pace(
             prep.original,
             prep.X_train,
-            CompressConfig(mode="prune", eta=eta, delta=delta, time_limit=args.l1_limit),
+            CompressConfig.of(mode="prune", eta=eta, delta=delta, time_limit=args.l1_limit),
         )
         oracle = pace.oracle
         for label, cand in candidates(prep, pace):

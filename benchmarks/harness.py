@@ -39,7 +39,9 @@ from pace_cert import zoo
 from pace_cert.model.ensemble import Ensemble
 from pace_cert.model.onnx_reader import OnnxModelInfo, ensemble_from_model
 from pace_cert.model.onnx_writer import ensemble_to_onnx
-from pace_cert.pace import CompressConfig, CompressResult, compress
+from pace_cert.driver.result import CompressResult
+from pace_cert.driver.runner import compress
+from pace_cert.settings import CompressConfig
 from pace_cert.region.masks import probe_points, region_mask
 
 MODES = ("prune", "generate", "pace")
@@ -383,7 +385,7 @@ def run_config(
         )
     try:
         prep = prepare(cfg)
-        comp_cfg = CompressConfig(
+        comp_cfg = CompressConfig.of(
             mode=cfg.mode,
             eta=cfg.eta,
             delta=cfg.delta,

@@ -39,7 +39,8 @@ import paper_values as pv
 from pace_cert.learners.pool import leaf_values
 from pace_cert.master.l0_cover import L0Cover
 from pace_cert.master.rows import margin_rows
-from pace_cert.pace import CompressConfig, compress
+from pace_cert.driver.runner import compress
+from pace_cert.settings import CompressConfig
 from pace_cert.region.masks import margin_mask, plausibility_mask
 
 CASES = [(ds, n) for ds in ("cancer", "diabetes", "seeds") for n in (25, 50, 100)]
@@ -86,7 +87,7 @@ def lower_bound(original, X: np.ndarray, limit: float) -> tuple[int, bool, float
 def run_case(dataset: str, n: int, time_limit: float, bound_limit: float) -> Bound:
     cfg = harness.Config(dataset, "rf", n, 2, "prune", 0.1, 0.1, 0)
     prep = harness.prepare(cfg)
-    cc = CompressConfig(mode="prune", eta=0.1, delta=0.1, time_limit=time_limit, threads=2)
+    cc = CompressConfig.of(mode="prune", eta=0.1, delta=0.1, time_limit=time_limit, threads=2)
     t0 = time.perf_counter()
     res = compress(prep.original, prep.X_train, cc)
     seconds = time.perf_counter() - t0

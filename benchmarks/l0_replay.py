@@ -27,7 +27,8 @@ import harness
 from pace_cert.master.l0_bigm import gurobi_available, solve_l0_gurobi
 from pace_cert.master.l0_cover import L0Cover
 from pace_cert.master.rows import MasterSolution
-from pace_cert.pace import CompressConfig, compress
+from pace_cert.driver.runner import compress
+from pace_cert.settings import CompressConfig
 
 CASES = [("seeds", 25), ("cancer", 25), ("diabetes", 25)]
 
@@ -56,7 +57,7 @@ def record_milp_calls(ds: str, n: int, time_limit: float) -> tuple[list[dict], i
 
     solve_l0_gurobi = recorded
     try:
-        cfg = CompressConfig(mode="prune", eta=0.1, delta=0.1, time_limit=time_limit, milp="gurobi")
+        cfg = CompressConfig.of(mode="prune", eta=0.1, delta=0.1, time_limit=time_limit, milp="gurobi")
         res = compress(prep.original, prep.X_train, cfg)
     finally:
         solve_l0_gurobi = solve

@@ -30,7 +30,8 @@ from pace_cert.master.l0_bigm import gurobi_available, solve_l0_gurobi
 from pace_cert.master.l0_cover import L0Cover
 from pace_cert.master.l1 import solve_l1
 from pace_cert.master.rows import distinct_rows, minimal_rows
-from pace_cert.pace import CompressConfig, compress
+from pace_cert.driver.runner import compress
+from pace_cert.settings import CompressConfig
 
 CASES = [("seeds", 25), ("cancer", 25), ("diabetes", 25), ("diabetes", 50)]
 SOLVE_LIMIT = 30.0  # seconds per replayed solve (the driver's l0_time_limit)
@@ -49,7 +50,7 @@ def record_calls(ds: str, n: int, time_limit: float) -> tuple[list[np.ndarray], 
 
     minimal_rows = recorded
     try:
-        cfg = CompressConfig(mode="prune", eta=0.1, delta=0.1, time_limit=time_limit)
+        cfg = CompressConfig.of(mode="prune", eta=0.1, delta=0.1, time_limit=time_limit)
         res = compress(prep.original, prep.X_train, cfg)
     finally:
         minimal_rows = reduce

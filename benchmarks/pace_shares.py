@@ -5,8 +5,8 @@ pruning the original trees takes the whole time limit, so column generation and 
 L0 on the enriched ensemble never start. This runs PACE (random forests, depth 2,
 eta = delta = 0.1, seed 0, the harness's preprocessing) with the default split (each
 phase may use all the time left) beside settings that cap the prune, boosting and
-generation phases at a fraction of the time left (``CompressConfig.pace_prune_share``,
-``pace_boost_share``, ``pace_generate_share``), side by side in one run.
+generation phases at a fraction of the time left (``CompressConfig.prune_share``,
+``boost_share``, ``generate_share``), side by side in one run.
 
     python benchmarks/pace_shares.py --time-limit 100 --setting 1,1,1 --setting 0.3,1,0.4 \
         --out benchmarks/results/pace_shares.md
@@ -24,7 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import harness
 
-from pace_cert.pace import CompressConfig, compress
+from pace_cert.driver.runner import compress
+
+from pace_cert.settings import CompressConfig
 
 DATASETS = ("cancer", "diabetes", "seeds")
 
@@ -56,9 +58,9 @@ class Row:
 
 def run_case(dataset: str, n: int, s: Setting, time_limit: float) -> Row:
     prep = harness.prepare(harness.Config(dataset, "rf", n, 2, "pace", 0.1, 0.1, 0))
-    cc = CompressConfig(
+    cc = CompressConfig.of(
         mode="pace", eta=0.1, delta=0.1, seed=0, threads=2, time_limit=time_limit,
-        pace_prune_share=s.prune, pace_boost_share=s.boost, pace_generate_share=s.generate,
+        prune_share=s.prune, boost_share=s.boost, generate_share=s.generate,
     )  # fmt: skip
     t0 = time.perf_counter()
     res = compress(prep.original, prep.X_train, cc)

@@ -36,7 +36,8 @@ import harness
 from cpsat_params import parse_variant, set_race_linearization
 
 from pace_cert.oracle import cpsat as oracle_mod
-from pace_cert.pace import CompressConfig, Pace
+from pace_cert.settings import CompressConfig
+from tests.helpers import run_state as Pace  # TODO(restructure)
 from pace_cert.region.margins import required_margin
 
 CASES = [("spambase", 50), ("spambase", 100), ("cancer", 25), ("diabetes", 50), ("seeds", 25)]
@@ -70,7 +71,7 @@ def main() -> int:
         if args.only not in name:
             continue
         prep = harness.prepare(harness.Config(ds, "rf", n, 2, "prune", 0.1, 0.1, 0))
-        pace = Pace(prep.original, prep.X_train, CompressConfig(mode="prune", eta=0.1, delta=0.1))
+        pace = Pace(prep.original, prep.X_train, CompressConfig.of(mode="prune", eta=0.1, delta=0.1))
         learners = list(prep.original.trees)
         sol = pace.l1_master.solve(pace.matrix(learners), len(learners))
         cand, _ = pace.candidate(sol, learners)

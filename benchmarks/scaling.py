@@ -83,14 +83,16 @@ def measure_one(
     import numpy as np
 
     from pace_cert.learners.pool import fold
-    from pace_cert.oracle.cpsat import ScoreModel
-    from pace_cert.pace import CompressConfig, Pace, compress
+    from pace_cert.oracle.score_model import ScoreModel
+    from pace_cert.driver.runner import compress
+    from pace_cert.settings import CompressConfig
+    from tests.helpers import run_state as Pace  # TODO(restructure)
     from pace_cert.region.margins import required_margin
 
     cfg = harness.Config(dataset, "rf", trees, depth, "prune", eta, 0.0, 0)
     prep = harness.prepare(cfg)
     base = _rss_mb()
-    ccfg = CompressConfig(mode="prune", eta=eta, time_limit=time_limit, threads=2, seed=0)
+    ccfg = CompressConfig.of(mode="prune", eta=eta, time_limit=time_limit, threads=2, seed=0)
     row = {
         "dataset": dataset,
         "trees": trees,

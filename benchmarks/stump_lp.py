@@ -20,7 +20,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import harness as h
 
 from pace_cert.oracle import cpsat as oracle
-from pace_cert.pace import CompressConfig, compress
+from pace_cert.driver.runner import compress
+from pace_cert.settings import CompressConfig
 
 VARIANTS = ((0, 1), (1, 0))
 
@@ -40,7 +41,7 @@ def main() -> None:
                 for seed in seeds:
                     cfg = h.Config(ds, fam, 50, 1, mode, 0.0, 0.0, seed)
                     prep = h.prepare(cfg)
-                    cc = CompressConfig(
+                    cc = CompressConfig.of(
                         mode=mode, eta=0.0, delta=0.0, seed=seed, threads=2, time_limit=300
                     )
                     for _ in range(args.repeat):

@@ -137,31 +137,29 @@ def compress(
 
     def body() -> int:
         from pace_cert.app import run_compress
+        from pace_cert.budget import Budget, process_start
         from pace_cert.cert.certificate import bound_line
-        from pace_cert.pace import CHOICES, CompressConfig
+        from pace_cert.settings import CompressConfig, SettingError
 
-        flags = {"bounds": bounds, "binary": binary, "integer": integer, "milp": milp}
-        for flag, value in flags.items():
-            if value not in CHOICES[flag]:
-                allowed = ", ".join(CHOICES[flag])
-                raise InputError(None, f"--{flag} must be one of {allowed}, got {value!r}")
-        if iforest_trees < 1 or iforest_samples < 0:
-            raise InputError(None, "--iforest-trees must be >= 1 and --iforest-samples >= 0")
-        cfg = CompressConfig(
-            mode=mode,
-            eta=eta,
-            delta=delta,
-            time_limit=time_limit,
-            threads=threads,
-            seed=seed,
-            bounds=bounds,
-            binary=binary,
-            integer=integer,
-            milp=milp,
-            iforest_estimators=iforest_trees,
-            iforest_max_samples=iforest_samples or "auto",
-        )
-        res = run_compress(model, data, out, cfg, target, _progress(quiet))
+        try:  # every flag checked against the settings table (pace_cert/settings.py)
+            cfg = CompressConfig(
+                mode=mode,
+                eta=eta,
+                delta=delta,
+                time_limit=time_limit,
+                threads=threads,
+                seed=seed,
+                bounds=bounds,
+                binary=binary,
+                integer=integer,
+                milp=milp,
+                iforest_estimators=iforest_trees,
+                iforest_max_samples=iforest_samples or "auto",
+            )
+        except SettingError as e:
+            raise InputError(None, str(e)) from None
+        budget = Budget.seconds(time_limit, start=process_start())  # from process start
+        res = run_compress(model, data, out, cfg, target, _progress(quiet), budget)
         s = res.certificate.summary
         if as_json:
             _print_json(

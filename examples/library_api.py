@@ -14,7 +14,7 @@ from pace_cert import zoo
 from pace_cert.app import run_compress
 from pace_cert.cert.verify import run_verify
 from pace_cert.model.runtime import labels, session
-from pace_cert.pace import CompressConfig
+from pace_cert.settings import CompressConfig
 
 
 def main(out: Path) -> int:
@@ -26,7 +26,7 @@ def main(out: Path) -> int:
     (out / "ada.onnx").write_bytes(zoo.export_onnx(forest, X.shape[1]).SerializeToString())
     zoo.write_csv(out / "train.csv", Xtr, ytr, names)
 
-    cfg = CompressConfig(mode="prune")  # global faithfulness: eta = delta = 0
+    cfg = CompressConfig.of(mode="prune")  # global faithfulness: eta = delta = 0
     res = run_compress(out / "ada.onnx", out / "train.csv", out / "prune", cfg)
     s = res.certificate.summary
     print(f"{res.status}: {s.trees_before} -> {s.trees_after} trees in {s.seconds:.1f}s")

@@ -13,7 +13,7 @@ from pace_cert.cert.certificate import bound_line
 from pace_cert.cert.verify import run_verify
 from pace_cert.model.onnx_writer import write_atomic
 from pace_cert.model.runtime import labels, session
-from pace_cert.pace import CompressConfig
+from pace_cert.settings import CompressConfig
 
 
 def run_demo(

@@ -103,7 +103,7 @@ def fingerprint(cert) -> dict:
 def run_fixture(run: Run, work: Path) -> dict:
     """Compress ``run`` in ``work`` and return the certificate's fingerprint."""
     from pace_cert.app import run_compress
-    from pace_cert.pace import CompressConfig
+    from pace_cert.settings import CompressConfig
 
     model, data = _model_and_data(run, work)
     cfg = CompressConfig(mode=run.mode, eta=run.eta, delta=run.delta, threads=1, seed=0)

@@ -68,7 +68,7 @@ def oracle_region(original, extra_trees, eta: float, forest, binary=None):
     """(domain, RegionSpec, c_o) for separating candidates of ``original`` in the region
     (confidence eta, plausibility ``forest`` or None); the domain also covers
     ``extra_trees`` (e.g. a candidate's)."""
-    from pace_cert.oracle.cpsat import RegionSpec, ScoreModel
+    from pace_cert.oracle.score_model import RegionSpec, ScoreModel
     from pace_cert.region.domain import build_domain
     from pace_cert.region.margins import region_margin
 
@@ -179,4 +179,15 @@ def stump(f: int, th: float) -> Tree:
         np.array([1, LEAF, LEAF]),
         np.array([2, LEAF, LEAF]),
         np.zeros((3, 2)),
+    )
+
+
+def run_state(original, X, cfg, progress=None):
+    """The driver's run state for ``original`` on rows ``X`` (region, oracle, samples),
+    with ``cfg.time_limit`` from now as its budget: for tests that drive one step."""
+    from pace_cert.budget import Budget
+    from pace_cert.driver.state import RunState
+
+    return RunState.create(
+        original, X, cfg, Budget.seconds(cfg.time_limit), progress or (lambda _m: None)
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pace_cert.pace import CompressConfig
+from pace_cert.settings import CompressConfig
 
 from .helpers import benchmark_module
 
@@ -30,7 +30,7 @@ def test_variant_values_take_the_fields_types(anytime):
         "time_limit": 40.0,  # a None default parses as a float
     }
     assert type(over["reweight_rounds"]) is int and type(over["l0_time_limit"]) is float
-    cfg = CompressConfig(**over)
+    cfg = CompressConfig.of(**over)
     assert cfg.robust_weights is False and cfg.fallback == "reweight"
 
 

@@ -19,9 +19,9 @@ from pace_cert.cli.main import app
 from typer.testing import CliRunner
 
 from pace_cert.cert.certificate import Certificate
+from pace_cert.driver.result import STOP_PROVED_MINIMAL
 from pace_cert.model.onnx_reader import read_ensemble
 from pace_cert.model.runtime import labels, session
-from pace_cert.pace import STOP_PROVED_MINIMAL
 from pace_cert.region.margins import region_margin
 from pace_cert.region.masks import region_mask
 from pace_cert.region.plausibility import load_artifact

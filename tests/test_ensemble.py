@@ -10,7 +10,8 @@ import pytest
 from pace_cert import zoo
 from pace_cert.model.ensemble import FlatForest
 from pace_cert.model.onnx_reader import ensemble_from_model
-from pace_cert.oracle.cpsat import ScoreModel, cell_product
+from pace_cert.oracle.score_model import ScoreModel
+from pace_cert.oracle.screen import cell_product
 from pace_cert.region.plausibility import fit_plausibility, plausibility_scores
 
 

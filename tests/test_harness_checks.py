@@ -7,8 +7,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-from pace_cert.pace import CompressConfig, compress
+from pace_cert.driver.runner import compress
 from pace_cert.region.masks import probe_points
+from pace_cert.settings import CompressConfig
 
 from .helpers import benchmark_module
 
@@ -27,7 +28,7 @@ def test_global_check_covers_the_region_not_near_ties(harness):
     cfg = harness.Config("fico", "rf", 50, 1, "prune", 0.0, 0.0, 2)
     prep = harness.prepare(cfg)
     res = compress(
-        prep.original, prep.X_train, CompressConfig(mode="prune", seed=2, merge_original=False)
+        prep.original, prep.X_train, CompressConfig.of(mode="prune", seed=2, merge_original=False)
     )
     assert res.certified
     differ = np.flatnonzero(res.compressed.predict(prep.X_test) != prep.ort_test)
@@ -45,7 +46,7 @@ def regional(harness):
     """compas RF 25 x depth 2, eta = delta = 0.1, prune: a certified regional result."""
     cfg = harness.Config("compas", "rf", 25, 2, "prune", 0.1, 0.1, 0)
     prep = harness.prepare(cfg)
-    res = compress(prep.original, prep.X_train, CompressConfig(mode="prune", eta=0.1, delta=0.1))
+    res = compress(prep.original, prep.X_train, CompressConfig.of(mode="prune", eta=0.1, delta=0.1))
     assert res.certified and res.plausibility is not None
     return cfg, prep, res
 

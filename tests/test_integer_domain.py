@@ -16,9 +16,9 @@ from pace_cert.cert.verify import run_verify
 from pace_cert.model.ensemble import LEAF, Tree
 from pace_cert.model.onnx_reader import read_ensemble
 from pace_cert.model.runtime import labels, session
-from pace_cert.pace import CompressConfig
 from pace_cert.region.domain import build_domain, infer_integer
 from pace_cert.region.plausibility import load_artifact, plausibility_scores
+from pace_cert.settings import CompressConfig
 
 from .helpers import write_small_problem
 
@@ -100,7 +100,7 @@ def test_certificate_holds_on_its_domain(tmp_path, integer):
     report state the domain."""
     _problem(tmp_path)
     model, out = tmp_path / "model.onnx", tmp_path / "out"
-    cfg = CompressConfig(
+    cfg = CompressConfig.of(
         mode="prune", eta=0.1, delta=0.1, integer=integer, time_limit=120, iforest_estimators=10
     )
     res = run_compress(model, tmp_path / "train.csv", out, cfg)

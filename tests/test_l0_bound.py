@@ -15,11 +15,12 @@ import numpy as np
 import pytest
 
 from pace_cert import zoo
+from pace_cert.driver.runner import compress
 from pace_cert.learners.pool import leaf_values
 from pace_cert.master.rows import margin_rows
 from pace_cert.model.onnx_reader import ensemble_from_model
-from pace_cert.pace import CompressConfig, compress
 from pace_cert.region.masks import margin_mask, plausibility_mask
+from pace_cert.settings import CompressConfig
 
 from .helpers import benchmark_module, small_problem
 from .test_l0_cover import _min_support_brute
@@ -48,7 +49,7 @@ def test_bound_is_below_the_true_minimum_pruning(l0_bound, seed, n_classes):
     X, y = small_problem(seed, n_features=4, n_classes=n_classes, n_rows=200)
     m = zoo.make_model("rf", 10, 2, seed).fit(X, y)
     original, _ = ensemble_from_model(zoo.export_onnx(m, 4))
-    cfg = CompressConfig(mode="prune", eta=0.1, delta=0.1, iforest_estimators=5, seed=seed)
+    cfg = CompressConfig.of(mode="prune", eta=0.1, delta=0.1, iforest_estimators=5, seed=seed)
     res = compress(original, X, cfg)
     assert res.certified
     rows, _ = l0_bound.region_rows(SimpleNamespace(X_train=X, original=original), res)

@@ -7,6 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
+from pace_cert.budget import Budget
 from pace_cert.master.l0_bigm import solve_l0
 from pace_cert.master.l0_cover import L0Cover
 from pace_cert.master.l1 import solve_l1, solve_on_support
@@ -79,7 +80,7 @@ def test_cover_deadline_returns_a_feasible_incumbent():
 
     A = margin_rows(leaf_values(list(ens.trees), Xs), y0)
     T = ens.n_trees
-    sol = L0Cover(T, 1).solve(A, deadline=0.0)  # already past: no master solve at all
+    sol = L0Cover(T, 1).solve(A, budget=Budget(0.0))  # already past: no master solve at all
     assert not sol.optimal
     assert np.all(A @ np.r_[sol.weights, sol.offsets[1:]] >= 1 - 1e-7)
 
@@ -96,7 +97,7 @@ def test_cover_deadline_falls_back_to_the_given_feasible_support():
     support = np.flatnonzero(best.weights > 0)
     assert len(support) < T
     bad = np.array([int(np.setdiff1d(np.arange(T), support)[0])])  # one unused learner
-    sol = L0Cover(T, 1).solve(A, warm_support=bad, deadline=0.0, fallback=support)
+    sol = L0Cover(T, 1).solve(A, warm_support=bad, budget=Budget(0.0), fallback=support)
     assert not sol.optimal
     assert set(np.flatnonzero(sol.weights > 0)) <= set(support)
     assert np.all(A @ np.r_[sol.weights, sol.offsets[1:]] >= 1 - 1e-7)
@@ -171,17 +172,15 @@ def test_cover_notices_changed_rows_of_the_same_count():
     assert int(again.objective) < int(first.objective)
 
 
-def test_cover_reports_progress_on_long_searches(monkeypatch):
+def test_cover_reports_progress_on_long_searches():
     """A long cover search says where it is (lower bound, best support, cuts) every
-    ``PROGRESS_SECONDS``; the reports change nothing in the answer."""
-    from pace_cert.master import l0_cover
-
+    ``progress_seconds``; the reports change nothing in the answer."""
     A, T = _rows(0, 3)
     quiet = L0Cover(T, 2, seed=0).solve(A)
-    monkeypatch.setattr(l0_cover, "PROGRESS_SECONDS", 0.0)  # report before every iteration
     lines: list[str] = []
     cover = L0Cover(T, 2, seed=0)
-    sol = cover.solve(A, progress=lines.append)
+    # progress_seconds 0: a report before every iteration
+    sol = cover.solve(A, progress=lines.append, progress_seconds=0.0)
     assert sol.optimal and sol.objective == quiet.objective
     assert len(lines) == len(cover.stats.history) >= 1  # one per master solve
     assert all(line.startswith("cover: ") and "lower bound" in line for line in lines)

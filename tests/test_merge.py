@@ -14,16 +14,19 @@ from pace_cert.cli.main import app
 from typer.testing import CliRunner
 
 from pace_cert import zoo
+from pace_cert.driver.phases.merge_original import merge_original, trimmed_size
+from pace_cert.driver.phases.witness_bound import update_witness_bound
+from pace_cert.driver.runner import compress
 from pace_cert.learners import merge
 from pace_cert.learners.pool import fold
 from pace_cert.model.ensemble import Tree
 from pace_cert.model.onnx_reader import ensemble_from_model
 from pace_cert.model.onnx_writer import ensemble_to_onnx
 from pace_cert.model.runtime import labels, session
-from pace_cert.pace import CompressConfig, Pace
 from pace_cert.region.masks import region_mask
+from pace_cert.settings import CompressConfig
 
-from .helpers import small_problem, write_small_problem
+from .helpers import run_state, small_problem, write_small_problem
 
 
 def _stump(feature: int, threshold: float, left: list[float], right: list[float]) -> Tree:
@@ -79,9 +82,9 @@ def test_merged_original_agrees_on_every_cell_under_onnxruntime(seed, family, de
     X, y = small_problem(seed, n_features=3, n_rows=150)
     onx = zoo.export_onnx(zoo.make_model(family, 16, depth, seed).fit(X, y), 3)
     original, info = ensemble_from_model(onx)
-    p = Pace(original, X, CompressConfig(mode="prune", seed=0))
+    p = run_state(original, X, CompressConfig.of(mode="prune", seed=0))
     groups = merge.group_by_structure(list(original.trees))
-    res = p.merge_phase()
+    res = merge_original(p, p.budget)
     if len(groups) == original.n_trees:
         assert not res.certified and res.rounds == 0
         return
@@ -170,7 +173,7 @@ def test_inconclusive_certificate_names_every_original_tree_and_is_not_refuted(t
 
     model_path, data_path = write_small_problem(tmp_path, "ada", 16, 1, 0)
     out = tmp_path / "out"
-    cfg = CompressConfig(mode="prune", time_limit=0.001)
+    cfg = CompressConfig.of(mode="prune", time_limit=0.001)
     res = run_compress(model_path, data_path, out, cfg)
     assert res.exit_code == 2 and res.status == "inconclusive"
     learners = json.loads((out / "certificate.json").read_text())["learners"]
@@ -218,11 +221,11 @@ def test_trimmed_original_agrees_on_every_cell_under_onnxruntime(
     X, y = small_problem(seed, n_features=n_features, n_classes=n_classes, n_rows=150)
     onx = zoo.export_onnx(zoo.make_model(family, 16, 1, seed).fit(X, y), n_features)
     original, info = ensemble_from_model(onx)
-    p = Pace(original, X, CompressConfig(mode="prune", seed=0))
-    p._witness_bound()
-    size = p._trimmed_size()
+    p = run_state(original, X, CompressConfig.of(mode="prune", seed=0))
+    update_witness_bound(p)
+    size = trimmed_size(p)
     assert size is not None and size == p.size_bound
-    res = p.merge_phase(trim=True)
+    res = merge_original(p, p.budget, trim=True)
     assert res.certified and res.model is not None and res.model.n_trees == size
     reps = [p.domain.reps[i][p.domain.allowed(i)] for i in range(n_features)]
     grid = np.array(list(itertools.product(*reps)), np.float32)
@@ -230,7 +233,7 @@ def test_trimmed_original_agrees_on_every_cell_under_onnxruntime(
     got = labels(session(ensemble_to_onnx(res.model, info).SerializeToString()), cells)
     want = labels(session(onx.SerializeToString()), cells)
     np.testing.assert_array_equal(got, want)
-    run = Pace(original, X, CompressConfig(mode="prune", seed=0)).run()
+    run = compress(original, X, CompressConfig.of(mode="prune", seed=0))
     assert run.phase == "merge" and run.compressed.n_trees == size == run.size_bound
 
 
@@ -242,15 +245,15 @@ def test_a_trimmed_original_refuted_on_a_cell_costs_no_cp_sat_round(monkeypatch)
     original, which the trimmed candidate gets wrong."""
     X, y = small_problem(4, n_features=3, n_classes=2, n_rows=150)
     original, _ = ensemble_from_model(zoo.export_onnx(zoo.make_model("ada", 16, 1, 4).fit(X, y), 3))
-    p = Pace(original, X, CompressConfig(mode="prune", seed=0))
-    p._witness_bound()
-    assert p._trimmed_size() == p.size_bound == 7
-    assert p.oracle.can_enumerate()
+    p = run_state(original, X, CompressConfig.of(mode="prune", seed=0))
+    update_witness_bound(p)
+    assert trimmed_size(p) == p.size_bound == 7
+    assert p.screen.can_enumerate()
     calls: list[int] = []
     real = p.oracle.separate
     monkeypatch.setattr(p.oracle, "separate", lambda *a, **k: calls.append(1) or real(*a, **k))
     n0 = len(p.X)
-    res = p.merge_phase(trim=True)
+    res = merge_original(p, p.budget, trim=True)
     assert not res.certified and res.rounds == 1 and calls == []
     new = p.X[n0:]
     assert len(new) >= 1
@@ -266,7 +269,7 @@ def test_trimmed_original_certificate_verifies(tmp_path):
 
     model_path, data_path = write_small_problem(tmp_path, "ada", 16, 1, 10)
     out = tmp_path / "out"
-    res = run_compress(model_path, data_path, out, CompressConfig())
+    res = run_compress(model_path, data_path, out, CompressConfig.of())
     assert res.exit_code == 0 and res.status == "certified"
     cert = json.loads((out / "certificate.json").read_text())
     assert cert["summary"]["phase"] == "merge"

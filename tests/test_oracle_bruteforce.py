@@ -11,15 +11,20 @@ within the stated rounding slack of a disagreement.
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from pace_cert import zoo
+from pace_cert.budget import Budget
 from pace_cert.model.onnx_reader import OnnxModelInfo, ensemble_from_model
 from pace_cert.model.onnx_writer import ensemble_to_onnx
 from pace_cert.model.runtime import labels, session
-from pace_cert.oracle.cpsat import PairResult, ScoreModel, SeparationOracle
+from pace_cert.oracle.cpsat import SeparationOracle
+from pace_cert.oracle.score_model import PairResult, ScoreModel
+from pace_cert.oracle.screen import Screen
+from pace_cert.oracle.settings import OracleSettings
 from pace_cert.region.domain import infer_binary
 from pace_cert.region.margins import required_margin
 from pace_cert.region.masks import region_mask
@@ -41,9 +46,8 @@ def _check(
     info = OnnxModelInfo("X", "label", "probabilities", False)
     comp_onnx = ensemble_to_onnx(cand, info).SerializeToString()
     dom, region, c_o = oracle_region(original, cand.trees, eta, forest, binary)
-    oracle = SeparationOracle(dom, ScoreModel.from_ensemble(original), region)
-    oracle.schedule = schedule
-    oracle.tree_sums = tree_sums
+    settings = OracleSettings(schedule=schedule, tree_sums=tree_sums)
+    oracle = SeparationOracle(dom, ScoreModel.from_ensemble(original), region, settings=settings)
     e_req = required_margin(cand)
     results = oracle.separate(ScoreModel.from_ensemble(cand), e_req, threads=threads)
     assert [(r.y0, r.y) for r in results] == [
@@ -143,10 +147,11 @@ def test_race_on_one_pair_runs_several_seeds_and_keeps_the_first_answer():
 
 def test_racing_attempts_alternate_the_lp_and_every_one_answers_soundly(monkeypatch):
     """The racing portfolio: a pair's attempts run with linearization_level 0, 1, 0, ...
-    (RACE_LINEARIZATION), each CP-SAT solve really gets its level, and an attempt run
+    (OracleSettings.race_linearization), each CP-SAT solve really gets its level, and an attempt run
     alone at either level gives the brute-force answer (no level is a shortcut)."""
     import pace_cert.oracle.cpsat as mod
 
+    S = OracleSettings()
     X, y = small_problem(1, n_features=3, n_classes=2)
     model = zoo.export_onnx(zoo.make_model("rf", 6, 2, 1).fit(X, y), 3)
     original, _ = ensemble_from_model(model)
@@ -165,7 +170,7 @@ def test_racing_attempts_alternate_the_lp_and_every_one_answers_soundly(monkeypa
         sm, e_req = ScoreModel.from_ensemble(cand), required_margin(cand)
         comp_slots = [oracle.register(t) for t in sm.trees]
         for r0 in ref:
-            for lin in mod.RACE_LINEARIZATION:
+            for lin in S.race_linearization:
                 levels.clear()
                 got = oracle._solve_pair(
                     r0.y0, r0.y, sm, comp_slots, e_req, 1, None, linearization=lin
@@ -179,23 +184,22 @@ def test_racing_attempts_alternate_the_lp_and_every_one_answers_soundly(monkeypa
 
         monkeypatch.setattr(oracle, "_solve_pair", record)
         oracle.separate(sm, e_req, [(ref[0].y0, ref[0].y)], threads=3)
-        k = len(mod.RACE_LINEARIZATION)
+        k = len(S.race_linearization)
         assert len(called) >= 2  # three threads, one pair: attempts race
-        assert called == [mod.RACE_LINEARIZATION[i % k] for i in range(len(called))]
-    assert oracle.race_linearization() == mod.RACE_LINEARIZATION
-    assert mod.RACE_LINEARIZATION[:2] == (0, 1)
+        assert called == [S.race_linearization[i % k] for i in range(len(called))]
+    assert oracle.race_linearization() == S.race_linearization
+    assert S.race_linearization[:2] == (0, 1)
     # with an isolation forest in the region every attempt keeps CP-SAT's LP
-    assert _pool_problem(0.2)[-1].race_linearization() == mod.RACE_LINEARIZATION_PLAUSIBLE == (1,)
-    assert _pool_problem(0.0)[-1].race_linearization() == mod.RACE_LINEARIZATION
+    assert _pool_problem(0.2)[-1].race_linearization() == S.race_linearization_plausible == (1,)
+    assert _pool_problem(0.0)[-1].race_linearization() == S.race_linearization
 
 
 def test_stump_ensembles_race_with_the_lp_first():
     """Depth-1 originals without a plausibility forest start their racing attempts with
-    CP-SAT's LP (RACE_LINEARIZATION_STUMPS), and both levels still give the brute-force
-    answer on every pair of every candidate."""
-    import pace_cert.oracle.cpsat as mod
-
-    assert mod.RACE_LINEARIZATION_STUMPS[:2] == (1, 0)
+    CP-SAT's LP (OracleSettings.race_linearization_stumps), and both levels still give
+    the brute-force answer on every pair of every candidate."""
+    S = OracleSettings()
+    assert S.race_linearization_stumps[:2] == (1, 0)
     X, y = small_problem(3, n_features=3, n_classes=3)
     for family in ("rf", "ada"):
         model = zoo.export_onnx(zoo.make_model(family, 8, 1, 3).fit(X, y), 3)
@@ -204,12 +208,12 @@ def test_stump_ensembles_race_with_the_lp_first():
         for cand in candidates(original, np.random.default_rng(3)):
             dom, region, _c_o = oracle_region(original, cand.trees, 0.0, None, None)
             oracle = SeparationOracle(dom, ScoreModel.from_ensemble(original), region)
-            assert oracle.race_linearization() == mod.RACE_LINEARIZATION_STUMPS
+            assert oracle.race_linearization() == S.race_linearization_stumps
             ref = _check(original, model.SerializeToString(), cand, 0.0, None, None, 1)
             sm, e_req = ScoreModel.from_ensemble(cand), required_margin(cand)
             comp_slots = [oracle.register(t) for t in sm.trees]
             for r0 in ref:
-                for lin in mod.RACE_LINEARIZATION_STUMPS:
+                for lin in S.race_linearization_stumps:
                     got = oracle._solve_pair(
                         r0.y0, r0.y, sm, comp_slots, e_req, 1, None, linearization=lin
                     )
@@ -271,10 +275,13 @@ def test_pairs_past_the_deadline_are_unknown_in_every_schedule(schedule):
     X, y = small_problem(2, n_features=3, n_classes=3)
     original, _ = ensemble_from_model(zoo.export_onnx(zoo.make_model("rf", 4, 2, 0).fit(X, y), 3))
     dom, region, _c_o = oracle_region(original, original.trees, 0.0, None, None)
-    oracle = SeparationOracle(dom, ScoreModel.from_ensemble(original), region)
-    oracle.schedule = schedule
+    settings = OracleSettings(schedule=schedule)
+    oracle = SeparationOracle(dom, ScoreModel.from_ensemble(original), region, settings=settings)
     got = oracle.separate(
-        ScoreModel.from_ensemble(original), required_margin(original), threads=2, time_limit=0.0
+        ScoreModel.from_ensemble(original),
+        required_margin(original),
+        threads=2,
+        budget=Budget.seconds(0.0),
     )
     assert [(r.y0, r.y) for r in got] == [(a, b) for a in range(3) for b in range(3) if a != b]
     assert {r.status for r in got} == {"UNKNOWN"}
@@ -288,24 +295,26 @@ def test_schedule_for_names_the_schedule_separate_runs(monkeypatch):
     dom, region, _c_o = oracle_region(original, original.trees, 0.0, None, None)
     oracle = SeparationOracle(dom, ScoreModel.from_ensemble(original), region)
     seen: list[tuple[str, int]] = []
-    monkeypatch.setattr(oracle, "_race", lambda pairs, *a: seen.append(("race", 1)) or [])
+    import pace_cert.oracle.cpsat as mod
+    import pace_cert.oracle.schedule as schedule_mod
+
+    monkeypatch.setattr(mod, "run_race", lambda pairs, *a, **kw: seen.append(("race", 1)) or [])
 
     def solve(*a, **kw):
         seen.append(("solve", a[5]))
         return PairResult(a[0], a[1], "UNKNOWN")
 
     monkeypatch.setattr(oracle, "_solve_pair", solve)
-    import pace_cert.oracle.cpsat as mod
 
-    class Spy(mod.ThreadPoolExecutor):
+    class Spy(schedule_mod.ThreadPoolExecutor):
         def __init__(self, *a, **kw):
             seen.append(("pool", 0))
             super().__init__(*a, **kw)
 
-    monkeypatch.setattr(mod, "ThreadPoolExecutor", Spy)
+    monkeypatch.setattr(schedule_mod, "ThreadPoolExecutor", Spy)
     sm = ScoreModel.from_ensemble(original)
     for schedule in ("race", "parallel", "sequential"):
-        oracle.schedule = schedule
+        oracle.settings = replace(oracle.settings, schedule=schedule)
         for threads in (1, 2, 3):
             for pairs in ([(0, 1)], [(0, 1), (1, 0), (2, 0)]):
                 seen.clear()
@@ -322,7 +331,7 @@ def test_schedule_for_names_the_schedule_separate_runs(monkeypatch):
 def test_certificate_states_the_schedule_that_ran(tmp_path):
     """The certificate's cpsat.schedule comes from the oracle's own rule."""
     from pace_cert.app import run_compress
-    from pace_cert.pace import CompressConfig
+    from pace_cert.settings import CompressConfig
 
     X, y = small_problem(2, n_features=3, n_classes=3)
     (tmp_path / "m.onnx").write_bytes(
@@ -330,7 +339,7 @@ def test_certificate_states_the_schedule_that_ran(tmp_path):
     )
     zoo.write_csv(tmp_path / "t.csv", X, y, ["f0", "f1", "f2"])
     for threads, want in ((1, "sequential"), (2, "race")):
-        cfg = CompressConfig(mode="prune", threads=threads)
+        cfg = CompressConfig.of(mode="prune", threads=threads)
         res = run_compress(tmp_path / "m.onnx", tmp_path / "t.csv", tmp_path / f"o{threads}", cfg)
         assert res.exit_code == 0
         assert res.certificate.cpsat.schedule == want
@@ -398,7 +407,7 @@ def test_per_tree_sums_post_one_bounded_integer_per_isolation_tree():
     base = len(oracle.model.proto.constraints)
     added = {}
     for per_tree in (False, True):
-        oracle.tree_sums = "plausibility" if per_tree else "none"
+        oracle.settings = replace(oracle.settings, tree_sums="plausibility" if per_tree else "none")
         m = oracle.model.clone()
         n_vars = len(m.proto.variables)
         oracle._post(m, slots, cond)
@@ -424,7 +433,8 @@ def _pool_problem(delta: float):
     original, _ = ensemble_from_model(zoo.export_onnx(m, 3))
     forest = fit_plausibility(X, delta, n_estimators=10, seed=0) if delta else None
     dom, region, c_o = oracle_region(original, [], 0.1, forest)
-    oracle = SeparationOracle(dom, ScoreModel.from_ensemble(original), region)
+    sm = ScoreModel.from_ensemble(original)
+    oracle = SeparationOracle(dom, sm, region, hints=Screen(dom, sm, region))
     return X, original, forest, dom, c_o, oracle
 
 
@@ -451,23 +461,23 @@ def test_screening_pool_points_are_inside_and_separating(delta):
     only returns points inside the region that fail the candidate's margin, and grows
     around CP-SAT points without leaving the region."""
     X, original, forest, dom, c_o, oracle = _pool_problem(delta)
-    assert oracle.seed_pool(X, per_row=5) > 0
-    PX, Py = oracle._pool
+    assert oracle.hints.seed_pool(X, per_row=5) > 0
+    PX, Py = oracle.hints._pool
     assert region_mask(original, c_o, forest, PX, dom).all()
     assert np.array_equal(Py, original.predict_index(PX))
     rng = np.random.default_rng(0)
     hits = 0
     for cand in candidates(original, rng):
         e_req = required_margin(cand)
-        found = oracle.screen(ScoreModel.from_ensemble(cand), e_req, per_pair=5)
+        found = oracle.hints.screen(ScoreModel.from_ensemble(cand), e_req, per_pair=5)
         assert bool(found) == bool(_separating_rows(cand, PX, Py, e_req).any())
         for r in found:
             _assert_separates(r, original, c_o, forest, dom, cand, e_req)
         hits += len(found)
         cp = oracle.separate(ScoreModel.from_ensemble(cand), e_req)
         pts = [r.point for r in cp if r.status == "FEASIBLE"]
-        oracle.grow_pool(pts)
-        PX, Py = oracle._pool
+        oracle.hints.grow_pool(pts)
+        PX, Py = oracle.hints._pool
         assert region_mask(original, c_o, forest, PX, dom).all()
     assert hits > 0  # the screen found something on some candidate
 
@@ -481,17 +491,17 @@ def test_climbed_points_are_inside_and_separating(delta):
     X, original, forest, dom, c_o, oracle = _pool_problem(delta)
     hits = 0
     for cand in candidates(original, np.random.default_rng(0)):
-        oracle.seed_pool(X[::4], per_row=2)
-        PX, Py = oracle._pool
+        oracle.hints.seed_pool(X[::4], per_row=2)
+        PX, Py = oracle.hints._pool
         sm, e_req = ScoreModel.from_ensemble(cand), required_margin(cand)
         keep = ~_separating_rows(cand, PX, Py, e_req)
-        oracle._pool = (PX[keep], Py[keep])
-        found = oracle.climb(sm, e_req, per_pair=5, width=8, steps=10)
+        oracle.hints._pool = (PX[keep], Py[keep])
+        found = oracle.hints.climb(sm, e_req, per_pair=5, width=8, steps=10)
         proved = {(r.y0, r.y) for r in oracle.separate(sm, e_req) if r.status == "INFEASIBLE"}
         for r in found:
             _assert_separates(r, original, c_o, forest, dom, cand, e_req)
             assert (r.y0, r.y) not in proved
-            assert not any(np.array_equal(r.point, p) for p in oracle._pool[0])
+            assert not any(np.array_equal(r.point, p) for p in oracle.hints._pool[0])
         hits += len(found)
     assert hits > 0
 
@@ -509,12 +519,14 @@ def test_solution_hints_only_steer_the_search(enumerable):
     original, _ = ensemble_from_model(zoo.export_onnx(m, 3))
     forest = None if enumerable else fit_plausibility(X, 0.1, n_estimators=10, seed=0)
     dom, region, _ = oracle_region(original, [], 0.1, forest)
-    oracle = SeparationOracle(dom, ScoreModel.from_ensemble(original), region)
-    assert oracle.can_enumerate() == enumerable
+    sm0 = ScoreModel.from_ensemble(original)
+    oracle = SeparationOracle(dom, sm0, region, hints=Screen(dom, sm0, region))
+    assert oracle.hints.can_enumerate() == enumerable
     if not enumerable:
-        assert oracle.seed_pool(X, per_row=5) > 0
-    plain = SeparationOracle(dom, ScoreModel.from_ensemble(original), region)
-    plain.use_hints = False
+        assert oracle.hints.seed_pool(X, per_row=5) > 0
+    plain = SeparationOracle(
+        dom, sm0, region, settings=OracleSettings(use_hints=False), hints=oracle.hints
+    )
     statuses = set()
     for cand in candidates(original, np.random.default_rng(3)):
         sm, e_req = ScoreModel.from_ensemble(cand), required_margin(cand)
@@ -535,8 +547,9 @@ def test_a_round_scores_its_candidate_on_the_grid_once(monkeypatch):
     m = zoo.make_model("rf", 8, 2, 2).fit(X, y)
     original, _ = ensemble_from_model(zoo.export_onnx(m, 3))
     dom, region, _ = oracle_region(original, [], 0.1, None)
-    oracle = SeparationOracle(dom, ScoreModel.from_ensemble(original), region)
-    grid, y0 = oracle._grid()
+    sm0 = ScoreModel.from_ensemble(original)
+    oracle = SeparationOracle(dom, sm0, region, hints=Screen(dom, sm0, region))
+    grid, y0 = oracle.hints.grid()
     scored: list[int] = []
     real = ScoreModel.scores
     monkeypatch.setattr(
@@ -545,7 +558,7 @@ def test_a_round_scores_its_candidate_on_the_grid_once(monkeypatch):
     for cand in candidates(original, np.random.default_rng(3)):
         sm, e_req = ScoreModel.from_ensemble(cand), required_margin(cand)
         scored.clear()
-        found = oracle.screen(sm, e_req, per_pair=5)
+        found = oracle.hints.screen(sm, e_req, per_pair=5)
         oracle.separate(sm, e_req, threads=1)
         assert scored.count(id(sm)) == 1
         assert bool(found) == bool(_separating_rows(cand, grid, y0, e_req).any())

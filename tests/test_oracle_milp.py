@@ -18,10 +18,12 @@ import numpy as np
 import pytest
 
 from pace_cert import zoo
+from pace_cert.budget import Budget
 from pace_cert.model.ensemble import Ensemble
 from pace_cert.model.onnx_reader import ensemble_from_model
-from pace_cert.oracle.cpsat import PairResult, RegionSpec, ScoreModel, SeparationOracle
+from pace_cert.oracle.cpsat import SeparationOracle
 from pace_cert.oracle.milp import MilpSeparationOracle
+from pace_cert.oracle.score_model import PairResult, RegionSpec, ScoreModel
 from pace_cert.region.domain import build_domain, infer_binary
 from pace_cert.region.margins import region_margin, required_margin
 from pace_cert.region.masks import region_mask
@@ -169,6 +171,6 @@ def test_milp_oracle_time_limit_is_unknown() -> None:
     dom = build_domain(list(original.trees), original.n_features, None)
     sm = ScoreModel.from_ensemble(original)
     oracle = MilpSeparationOracle(dom, sm, RegionSpec(region_margin(original, 0.0)))
-    res = oracle.separate(sm, 1e-9, time_limit=1e-12)
+    res = oracle.separate(sm, 1e-9, budget=Budget.seconds(1e-12))
     assert _statuses(res) == {"UNKNOWN"}
     assert all(r.point is None for r in res)

@@ -18,17 +18,22 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pace_cert import pace as pace_module
 from pace_cert import zoo
 from pace_cert.app import run_compress
 from pace_cert.cert.verify import run_verify
+from pace_cert.driver import l0_master as l0_master_module
+from pace_cert.driver.l0_master import L0Master
+from pace_cert.driver.loop import faithful_loop
+from pace_cert.driver.phases.grow import column_growth
+from pace_cert.driver.phases.l1 import l1_loop
+from pace_cert.driver.phases.reweight import reweighted_l1
 from pace_cert.master.l0_bigm import gurobi_available
 from pace_cert.master.l1 import solve_l1
 from pace_cert.master.rows import MasterSolution, meets_rows
 from pace_cert.model.onnx_reader import ensemble_from_model, read_ensemble
-from pace_cert.pace import CompressConfig
+from pace_cert.settings import CompressConfig
 
-from .helpers import small_problem, write_small_problem
+from .helpers import run_state, small_problem, write_small_problem
 
 # (family, data seed, features, trees, depth, eta): chosen among cheap cases; the
 # assertion below needs only one of them to show a strict gain.
@@ -71,7 +76,7 @@ def prune_and_pace(tmp_path, dataset: str, n: int, eta: float, delta: float) -> 
     certs = {}
     for mode in ("prune", "pace"):
         out = tmp_path / mode
-        cfg = CompressConfig(mode=mode, eta=eta, delta=delta, time_limit=300, seed=0)
+        cfg = CompressConfig.of(mode=mode, eta=eta, delta=delta, time_limit=300, seed=0)
         res = run_compress(tmp_path / "model.onnx", tmp_path / "train.csv", out, cfg)
         assert res.exit_code == 0
         certs[mode] = res.certificate
@@ -90,7 +95,7 @@ def runs(tmp_path_factory):
                 root / "model.onnx",
                 root / "train.csv",
                 root / mode,
-                CompressConfig(mode=mode, eta=eta, time_limit=120, seed=0),
+                CompressConfig.of(mode=mode, eta=eta, time_limit=120, seed=0),
             )
             out[(fam, seed, nf, n, d, eta, mode)] = (root, res)
     return out
@@ -158,7 +163,7 @@ def test_prune_with_each_l0_solver_verifies(runs, milp, tmp_path):
         root / "model.onnx",
         root / "train.csv",
         out,
-        CompressConfig(mode="prune", eta=eta, time_limit=120, seed=0, milp=milp),
+        CompressConfig.of(mode="prune", eta=eta, time_limit=120, seed=0, milp=milp),
     )
     assert res.exit_code == 0
     assert res.certificate.summary.l0_optimal
@@ -170,15 +175,14 @@ def _certified_l1(tmp_path, fam: str, seed: int, eta: float):
     """A prune-mode ``Pace`` on a small 3-feature problem (RF 20 or extra-trees 15,
     depth 2, written to ``tmp_path/model.onnx``) after its certified L1 loop: the driver,
     the L1 result, the ONNX path and its writer info."""
-    from pace_cert.pace import Pace
 
     X, y = small_problem(seed, n_features=3, n_rows=200)
     model = zoo.make_model(fam, 20 if fam == "rf" else 15, 2, seed).fit(X, y)
     path = tmp_path / "model.onnx"
     path.write_bytes(zoo.export_onnx(model, 3).SerializeToString())
     original, info = read_ensemble(path)
-    p = Pace(original, X.astype(np.float32), CompressConfig(mode="prune", eta=eta, seed=0))
-    l1, _ = p.l1_phase(p.learners)
+    p = run_state(original, X.astype(np.float32), CompressConfig.of(mode="prune", eta=eta, seed=0))
+    l1, _ = l1_loop(p, p.learners, p.budget)
     assert l1.certified and l1.model is not None
     return p, l1, path, info
 
@@ -189,7 +193,7 @@ def assert_agrees_on_every_cell(p, model, info, path) -> None:
     from pace_cert.model import runtime
     from pace_cert.model.onnx_writer import ensemble_to_onnx
 
-    grid, _ = p.oracle._grid()
+    grid, _ = p.screen.grid()
     assert len(grid) > 0
     comp = runtime.session(ensemble_to_onnx(model, info).SerializeToString())
     orig = runtime.session(path.read_bytes())
@@ -203,7 +207,7 @@ def test_reweighted_l1_shrinks_and_stays_faithful(tmp_path, fam, seed, eta, smal
     and that model, written to ONNX, gives the original's label on every cell inside
     the region (onnxruntime on both files). Its samples are recorded as L0 samples."""
     p, l1, path, info = _certified_l1(tmp_path, fam, seed, eta)
-    res = p.reweight_phase(l1, p.learners)
+    res = reweighted_l1(p, l1, p.learners, p.budget)
     assert res.certified and res.model is not None
     assert res.model.n_trees == smaller < l1.model.n_trees
     assert_agrees_on_every_cell(p, res.model, info, path)
@@ -215,7 +219,7 @@ def test_config_rejects_a_misspelt_choice(field):
     """Library callers set knobs without the CLI's checks: a typo must not silently
     run another setting (e.g. fallback="grwo" used to behave as "reweight")."""
     with pytest.raises(ValueError, match=field):
-        CompressConfig(**{field: "grwo"})
+        CompressConfig.of(**{field: "grwo"})
 
 
 @pytest.mark.parametrize(
@@ -229,9 +233,9 @@ def test_grow_phase_certifies_a_model_from_an_insufficient_support(tmp_path, fam
     samples need it gives up uncertified instead of returning a larger model."""
     p, l1, path, info = _certified_l1(tmp_path, fam, seed, eta)
     start = np.array([l1.keep[int(np.argmax(l1.weights))]])
-    none = p.grow_phase(p.learners, start, max_size=1)
+    none = column_growth(p, p.learners, start, 1, p.budget)
     assert not none.certified and none.model is None
-    res = p.grow_phase(p.learners, start, max_size=l1.model.n_trees)
+    res = column_growth(p, p.learners, start, l1.model.n_trees, p.budget)
     assert res.certified and res.model is not None
     assert 1 < res.model.n_trees <= l1.model.n_trees
     assert_agrees_on_every_cell(p, res.model, info, path)
@@ -239,7 +243,7 @@ def test_grow_phase_certifies_a_model_from_an_insufficient_support(tmp_path, fam
 
 @pytest.mark.parametrize(("fallback", "reweight_rounds"), [("grow", 0), ("reweight", 8)])
 def test_prune_l0_loop_continues_after_the_anytime_fallback(tmp_path, fallback, reweight_rounds):
-    """With no time share for the first L0 loop (``l0_share=0``: one L0 solve) prune runs
+    """With no time share for the first L0 loop (``share=0``: one L0 solve) prune runs
     the anytime fallback (guided reweighting; column growth from the L0 candidate,
     which here runs alone: with reweighting, this problem's reweighted model is already
     as small as the L0 candidate, so growth is skipped), then continues the L0 loop,
@@ -250,11 +254,11 @@ def test_prune_l0_loop_continues_after_the_anytime_fallback(tmp_path, fallback, 
     sizes, said = {}, []
     for limit in (None, 120):
         out = tmp_path / f"out{limit}"
-        cfg = CompressConfig(
+        cfg = CompressConfig.of(
             mode="prune",
             time_limit=limit,
             seed=0,
-            l0_share=0.0,
+            share=0.0,
             fallback=fallback,
             reweight_rounds=reweight_rounds,
         )
@@ -289,7 +293,7 @@ def test_pace_prune_share_limits_the_prune_of_the_original_trees(tmp_path):
             tmp_path / "model.onnx",
             tmp_path / "train.csv",
             out,
-            CompressConfig(mode="pace", time_limit=60, seed=0, pace_prune_share=share),
+            CompressConfig.of(mode="pace", time_limit=60, seed=0, prune_share=share),
             progress=said.append,
         )
         assert res.exit_code == 0
@@ -305,16 +309,16 @@ def _compress_rf20_on_pool(tmp_path, monkeypatch, **cfg):
     """``run_compress`` on the RF20 problem (eta 0.1, 120 s, seed 0, ``cfg``) with the
     enumeration limit at 0, so its small domain is screened by a pool. (result,
     progress lines)."""
-    from pace_cert.oracle import cpsat as oracle
+    from pace_cert.oracle.settings import OracleSettings
 
-    monkeypatch.setattr(oracle, "ENUM_LIMIT", 0)
+    cfg = {"oracle": OracleSettings(enum_limit=0), **cfg}
     write_rf20_problem(tmp_path)
     said: list[str] = []
     res = run_compress(
         tmp_path / "model.onnx",
         tmp_path / "train.csv",
         tmp_path / "out",
-        CompressConfig(eta=0.1, time_limit=120, seed=0, **cfg),
+        CompressConfig.of(eta=0.1, time_limit=120, seed=0, **cfg),
         progress=said.append,
     )
     return res, said
@@ -342,17 +346,17 @@ def test_prune_with_the_climbing_pre_search_certifies(tmp_path, monkeypatch):
     """With ``climb_steps`` on (off by default) the climb runs in rounds where the pool
     holds no separating point; the result is still CP-SAT-certified and passes
     ``verify --exhaustive``."""
-    from pace_cert.oracle import cpsat as oracle
+    from pace_cert.oracle.screen import Screen
 
     calls: list[int] = []
-    climb = oracle.SeparationOracle.climb
+    climb = Screen.climb
 
     def spy(self, *a, **k):
         found = climb(self, *a, **k)
         calls.append(len(found))
         return found
 
-    monkeypatch.setattr(oracle.SeparationOracle, "climb", spy)
+    monkeypatch.setattr(Screen, "climb", spy)
     res, said = _compress_rf20_on_pool(tmp_path, monkeypatch, mode="prune", climb_steps=25)
     assert res.exit_code == 0
     assert calls  # it ran (here the pool or CP-SAT always had the samples first)
@@ -375,7 +379,9 @@ def test_l0_incumbent_is_resolved_until_proved_optimal(tmp_path, milp):
             tmp_path / "model.onnx",
             tmp_path / "train.csv",
             out,
-            CompressConfig(mode="prune", time_limit=120, seed=0, milp=milp, l0_time_limit=l0_limit),
+            CompressConfig.of(
+                mode="prune", time_limit=120, seed=0, milp=milp, l0_time_limit=l0_limit
+            ),
         )
         assert res.exit_code == 0
         summary = res.certificate.summary
@@ -410,13 +416,13 @@ def test_l0_master_switches_to_the_cover_when_the_milp_breaks_its_rows(tmp_path,
             np.zeros(n_learners), np.zeros(A.shape[1] - n_learners + 1), 0.0, None, True, "x"
         )
 
-    monkeypatch.setattr(pace_module, "solve_l0", broken)
+    monkeypatch.setattr(l0_master_module, "solve_l0", broken)
     said: list[str] = []
     res = run_compress(
         tmp_path / "model.onnx",
         tmp_path / "train.csv",
         tmp_path / "out",
-        CompressConfig(mode="prune", time_limit=120, seed=0, milp="highs"),
+        CompressConfig.of(mode="prune", time_limit=120, seed=0, milp="highs"),
         progress=said.append,
     )
     assert res.exit_code == 0
@@ -433,21 +439,18 @@ def test_l0_master_falls_back_to_the_cover_when_the_milp_has_no_solution(milp):
     L0 master answers with the cover instead of failing the run, and the support it
     returns meets every row."""
 
-    from pace_cert.pace import Pace
-
     if milp == "gurobi" and not gurobi_available():
         pytest.skip("gurobipy not installed")
     X, y = small_problem(0, n_features=3, n_classes=2)
     original, _ = ensemble_from_model(zoo.export_onnx(zoo.make_model("rf", 8, 2, 0).fit(X, y), 3))
     said: list[str] = []
-    p = Pace(original, X, CompressConfig(mode="prune", milp=milp), progress=said.append)
+    p = run_state(original, X, CompressConfig.of(mode="prune", milp=milp), progress=said.append)
     p.best = None
     learners = list(original.trees)
     A = p.matrix(learners)
     l1 = solve_l1(A, len(learners))
     tiny = 0.05 * l1.objective / len(learners)  # big-M = kappa * tiny = L1 / (2 T)
-    solve, _last = p._l0_master(learners, tiny, None)
-    sol = solve(A)
+    sol = L0Master(p, learners, tiny, None).solve(A, p.budget)
     assert any("found no solution" in m and "switching to the cover" in m for m in said), said
     assert meets_rows(A, sol)
     assert 0 < sol.objective <= len(learners)
@@ -458,12 +461,10 @@ def test_faithful_loop_stops_when_the_master_repeats_refuted_samples():
     (its solver met those rows only within tolerance) must not cycle until the round
     cap: the loop stops uncertified as soon as a round brings no new sample."""
 
-    from pace_cert.pace import Pace
-
     X, y = small_problem(0, n_features=3, n_classes=2)
     original, _ = ensemble_from_model(zoo.export_onnx(zoo.make_model("rf", 8, 2, 0).fit(X, y), 3))
     said: list[str] = []
-    p = Pace(original, X, CompressConfig(mode="prune", max_rounds=50), progress=said.append)
+    p = run_state(original, X, CompressConfig.of(mode="prune", max_rounds=50), progress=said.append)
     learners = list(original.trees)
     k = original.n_classes
 
@@ -472,7 +473,7 @@ def test_faithful_loop_stops_when_the_master_repeats_refuted_samples():
         w[0] = 1.0
         return MasterSolution(w, np.zeros(k), 1.0, None, True, "fixed")
 
-    res = p.faithful_loop("l0", stuck, learners)
+    res = faithful_loop(p, "l0", stuck, learners, p.budget)
     assert not res.certified and res.model is None
     assert res.rounds == 2, said  # round 1 adds the samples, round 2 only repeats them
     assert any("are all rows already" in m for m in said)
@@ -486,11 +487,10 @@ def test_clears_own_rows_rejects_weights_that_meet_the_rows_in_float64_only():
     rejects the support instead of looping on it)."""
 
     from pace_cert.model.ensemble import Tree
-    from pace_cert.pace import Pace
 
     X, y = small_problem(0, n_features=3, n_classes=2)
     original, _ = ensemble_from_model(zoo.export_onnx(zoo.make_model("rf", 8, 2, 0).fit(X, y), 3))
-    p = Pace(original, X, CompressConfig(mode="prune"))
+    p = run_state(original, X, CompressConfig.of(mode="prune"))
     p.origin += ["new", "new"]
     t = original.trees[0]
     neg = Tree(t.feature, t.threshold, t.left, t.right, -t.value)
@@ -513,7 +513,7 @@ def test_constant_model_is_written_and_verifies(tmp_path):
     target lists cannot be typed)."""
     model_path, data_path = write_small_problem(tmp_path, "rf", 5, 2, 1, n_rows=100, model_seed=0)
     out = tmp_path / "out"
-    cfg = CompressConfig(mode="prune", threads=1)
+    cfg = CompressConfig.of(mode="prune", threads=1)
     res = run_compress(model_path, data_path, out, cfg)
     assert res.exit_code == 0
     assert res.certificate.summary.trees_after == 0

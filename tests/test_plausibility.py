@@ -12,7 +12,7 @@ from sklearn.ensemble import IsolationForest
 from sklearn.ensemble._iforest import _average_path_length
 
 from pace_cert.model.ensemble import LEAF, float32_floor, next_float32
-from pace_cert.oracle.cpsat import ScoreModel
+from pace_cert.oracle.score_model import ScoreModel
 from pace_cert.region.plausibility import (
     FORMAT_TAG,
     PlausibilityForest,

@@ -156,20 +156,21 @@ def test_refit_triple_beats_prune_on_fico_table2(tmp_path):
     _refit_beats_prune(tmp_path, "fico", 25)
 
 
-def test_refit_search_reports_progress(monkeypatch):
+def test_refit_search_reports_progress():
     """The refit phase's partner search says how far it is (bases searched, sets
-    tried) every ``l0_cover.PROGRESS_SECONDS``; compas RF25 needs several bases."""
-    from pace_cert.master import l0_cover
+    tried) every ``master.progress_seconds``; compas RF25 needs several bases."""
+    from pace_cert.driver.runner import compress
     from pace_cert.model.onnx_reader import ensemble_from_model
-    from pace_cert.pace import CompressConfig, compress
+    from pace_cert.settings import CompressConfig
 
     from .test_pace import table2_forest
 
     onnx_model, X_train, _, _ = table2_forest("compas", 25)
     original, _ = ensemble_from_model(onnx_model)
-    monkeypatch.setattr(l0_cover, "PROGRESS_SECONDS", 0.0)  # report after every base
     lines: list[str] = []
-    cfg = CompressConfig(mode="pace", eta=0.1, delta=0.1, time_limit=300, seed=0)
+    cfg = CompressConfig.of(  # progress_seconds 0: a report after every base
+        mode="pace", eta=0.1, delta=0.1, time_limit=300, seed=0, progress_seconds=0.0
+    )
     res = compress(original, X_train, cfg, lines.append)
     assert res.certified and res.compressed.n_trees == 2
     reports = [m for m in lines if m.startswith("[refit] 2 partitions: partners searched")]

@@ -15,8 +15,8 @@ from pace_cert.app import run_compress
 from pace_cert.cert.certificate import Certificate
 from pace_cert.model.onnx_reader import read_ensemble
 from pace_cert.model.runtime import labels, session
-from pace_cert.pace import CompressConfig
 from pace_cert.region.plausibility import load_artifact, plausibility_scores
+from pace_cert.settings import CompressConfig
 
 from .helpers import trained
 
@@ -71,7 +71,7 @@ def test_disagreements_lie_outside_the_region(
 ):
     path, X = _write(tmp_path, kind, dataset, n, depth)
     slow = request.node.get_closest_marker("slow") is not None
-    cfg = CompressConfig(mode="prune", eta=eta, delta=delta, **({} if slow else FAST))
+    cfg = CompressConfig.of(mode="prune", eta=eta, delta=delta, **({} if slow else FAST))
     res = run_compress(path, tmp_path / "train.csv", tmp_path / "out", cfg)
     assert res.exit_code == 0
     ens, _ = read_ensemble(path)
@@ -106,7 +106,7 @@ def test_relaxed_regions_never_need_more_trees(tmp_path, request, kind, dataset,
     sizes = {}
     for eta, delta in [(0.0, 0.0), (0.1, 0.0), (0.0, 0.1)]:
         out = tmp_path / f"out-{eta}-{delta}"
-        cfg = CompressConfig(mode="prune", eta=eta, delta=delta, **({} if slow else FAST))
+        cfg = CompressConfig.of(mode="prune", eta=eta, delta=delta, **({} if slow else FAST))
         res = run_compress(path, tmp_path / "train.csv", out, cfg)
         assert res.exit_code == 0
         sizes[(eta, delta)] = res.certificate.summary.trees_after

@@ -9,10 +9,11 @@ import itertools
 import numpy as np
 import pytest
 
+from pace_cert.driver.phases.synth import synthesize_trees
 from pace_cert.learners.synth import Cut, candidate_cuts, shape_tree, synthesize
 from pace_cert.region.domain import build_domain
 
-from .helpers import stump, write_small_problem
+from .helpers import run_state, stump, write_small_problem
 
 
 def _grid(levels: tuple[int, ...]) -> np.ndarray:
@@ -161,10 +162,10 @@ def test_pace_size_bound_holds_on_every_cell_of_the_region(tmp_path, seed):
     so no model of two such trees is faithful; the kept model has 3 trees."""
     from pace_cert.app import run_compress
     from pace_cert.model.onnx_reader import read_ensemble
-    from pace_cert.pace import CompressConfig
+    from pace_cert.settings import CompressConfig
 
     write_small_problem(tmp_path, "rf", 25, 2, seed, n_features=4, n_classes=3, n_rows=300)
-    cfg = CompressConfig(mode="pace", eta=0.0, time_limit=120, seed=0)
+    cfg = CompressConfig.of(mode="pace", eta=0.0, time_limit=120, seed=0)
     res = run_compress(tmp_path / "model.onnx", tmp_path / "train.csv", tmp_path / "out", cfg)
     assert res.exit_code == 0
     summary = res.certificate.summary
@@ -183,15 +184,16 @@ def test_pace_stops_after_pruning_when_the_pruned_model_is_proved_minimal(tmp_pa
     (the certificate says why). Brute force over every pair of depth-2 trees on every
     region cell confirms the bound; the written model verifies on every cell."""
     from pace_cert.app import run_compress
+    from pace_cert.driver.result import STOP_PROVED_MINIMAL
     from pace_cert.model.onnx_reader import read_ensemble
-    from pace_cert.pace import STOP_PROVED_MINIMAL, CompressConfig
+    from pace_cert.settings import CompressConfig
 
     from .test_pace import assert_verifies_exhaustively
 
     write_small_problem(tmp_path, "rf", 25, 2, 8, n_features=4, n_classes=3, n_rows=300)
     summaries = {}
     for mode in ("prune", "pace"):
-        cfg = CompressConfig(mode=mode, eta=0.0, time_limit=120, seed=0)
+        cfg = CompressConfig.of(mode=mode, eta=0.0, time_limit=120, seed=0)
         out = tmp_path / mode
         res = run_compress(tmp_path / "model.onnx", tmp_path / "train.csv", out, cfg)
         assert res.exit_code == 0
@@ -212,7 +214,7 @@ def test_synthesis_beats_the_other_phases_on_a_small_adaboost(tmp_path):
     with it, 4 synthesized trees, proved minimal, and the written ONNX verifies with
     onnxruntime on every cell."""
     from pace_cert.app import run_compress
-    from pace_cert.pace import CompressConfig
+    from pace_cert.settings import CompressConfig
 
     from .test_pace import assert_verifies_exhaustively
 
@@ -220,7 +222,7 @@ def test_synthesis_beats_the_other_phases_on_a_small_adaboost(tmp_path):
     sizes = {}
     for synth_size in (0, 5):
         out = tmp_path / f"out{synth_size}"
-        cfg = CompressConfig(mode="pace", eta=0.0, time_limit=120, seed=0, synth_size=synth_size)
+        cfg = CompressConfig.of(mode="pace", eta=0.0, time_limit=120, seed=0, synth_size=synth_size)
         res = run_compress(tmp_path / "model.onnx", tmp_path / "train.csv", out, cfg)
         assert res.exit_code == 0
         sizes[synth_size] = res.certificate.summary
@@ -238,7 +240,7 @@ def test_a_synthesis_solve_stopped_at_its_cap_is_retried_with_the_time_left(tmp_
     with the default cap; without a time limit it stops at the first stopped solve."""
     from pace_cert import zoo
     from pace_cert.model.onnx_reader import read_ensemble
-    from pace_cert.pace import CompressConfig, Pace
+    from pace_cert.settings import CompressConfig
 
     from .helpers import small_problem
 
@@ -250,8 +252,10 @@ def test_a_synthesis_solve_stopped_at_its_cap_is_retried_with_the_time_left(tmp_
 
     def bound(**kw) -> tuple[int | None, list[str]]:
         said: list[str] = []
-        p = Pace(original, X, CompressConfig(mode="pace", eta=0.0, seed=0, **kw), said.append)
-        p.synth_phase(2)
+        p = run_state(
+            original, X, CompressConfig.of(mode="pace", eta=0.0, seed=0, **kw), said.append
+        )
+        synthesize_trees(p, 2, p.budget)
         return p.size_bound, said
 
     expected, _ = bound(time_limit=120)
@@ -270,7 +274,7 @@ def test_synthesis_solves_use_synth_threads_workers(monkeypatch):
     from pace_cert import zoo
     from pace_cert.learners import synth
     from pace_cert.model.onnx_reader import ensemble_from_model
-    from pace_cert.pace import CompressConfig, Pace
+    from pace_cert.settings import CompressConfig
 
     from .helpers import small_problem
 
@@ -288,9 +292,9 @@ def test_synthesis_solves_use_synth_threads_workers(monkeypatch):
     bounds = {}
     for kw, workers in (({}, 1), ({"synth_threads": 0, "threads": 2}, 2)):
         used.clear()
-        cfg = CompressConfig(mode="pace", eta=0.0, seed=0, time_limit=120, **kw)
-        p = Pace(original, X.astype(np.float32), cfg)
-        p.synth_phase(2)
+        cfg = CompressConfig.of(mode="pace", eta=0.0, seed=0, time_limit=120, **kw)
+        p = run_state(original, X.astype(np.float32), cfg)
+        synthesize_trees(p, 2, p.budget)
         assert used and set(used) == {workers}
         bounds[workers] = p.size_bound
     assert bounds[1] == bounds[2] == 3

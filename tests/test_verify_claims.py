@@ -341,7 +341,8 @@ def test_probe_refutes_a_model_the_proof_let_through(run, tmp_path, monkeypatch)
     it at a point of the region that is no data row."""
     from pace_cert.model.onnx_reader import read_ensemble
     from pace_cert.model.runtime import labels, session
-    from pace_cert.oracle.cpsat import PairResult, SeparationOracle
+    from pace_cert.oracle.cpsat import SeparationOracle
+    from pace_cert.oracle.score_model import PairResult
     from pace_cert.region.masks import region_mask
     from pace_cert.region.plausibility import load_artifact
 

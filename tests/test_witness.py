@@ -12,36 +12,39 @@ import pytest
 from scipy.optimize import linprog
 
 from pace_cert import zoo
+from pace_cert.driver.phases.witness_bound import update_witness_bound
+from pace_cert.driver.runner import compress
+from pace_cert.driver.state import RunState
 from pace_cert.model.onnx_reader import ensemble_from_model
 from pace_cert.model.runtime import labels, session
-from pace_cert.pace import CompressConfig, Pace
 from pace_cert.region import witness
 from pace_cert.region.masks import region_mask
+from pace_cert.settings import CompressConfig
 
-from .helpers import small_problem
+from .helpers import run_state, small_problem
 
 
 def _problem(
     seed: int, family: str, depth: int, eta: float, n_classes: int = 2, rows: int | None = None
 ):
-    """(Pace, onnxruntime session of the original, every in-region cell representative);
-    ``rows``: give Pace only the first that many training rows (the model sees all)."""
+    """(RunState, onnxruntime session of the original, every in-region cell representative);
+    ``rows``: give RunState only the first that many training rows (the model sees all)."""
     X, y = small_problem(seed, n_features=3, n_classes=n_classes, n_rows=150)
     model = zoo.make_model(family, 12, depth, seed).fit(X, y)
     onx = zoo.export_onnx(model, 3)
     original = ensemble_from_model(onx)[0]
-    p = Pace(original, X[:rows], CompressConfig(mode="prune", eta=eta, seed=0))
+    p = run_state(original, X[:rows], CompressConfig.of(mode="prune", eta=eta, seed=0))
     reps = [p.domain.reps[i][p.domain.allowed(i)] for i in range(3)]
     grid = np.array(list(itertools.product(*reps)), np.float32)
     inside = region_mask(original, p.region.margin, None, grid, p.domain)
     return p, session(onx.SerializeToString()), grid[inside]
 
 
-def _in_region(p: Pace):
+def _in_region(p: RunState):
     return lambda Z: region_mask(p.original, p.region.margin, None, Z, p.domain)
 
 
-def _all_gaps(p: Pace, cells: np.ndarray, ort_session) -> set[tuple[int, float, float]]:
+def _all_gaps(p: RunState, cells: np.ndarray, ort_session) -> set[tuple[int, float, float]]:
     """Brute force: every (feature, a, b) with a < b consecutive allowed values such that
     some pair of region cells differing only there gets two onnxruntime labels."""
     lab = labels(ort_session, cells)
@@ -202,7 +205,7 @@ def test_a_bound_above_a_certified_size_is_an_internal_error(monkeypatch):
     X, _ = small_problem(0, n_features=3, n_classes=2, n_rows=150)
     monkeypatch.setattr(witness, "size_bound", lambda n_gaps, depth: 10**6)
     with pytest.raises(RuntimeError, match="internal error"):
-        Pace(p.original, X, CompressConfig(mode="prune", seed=0)).run()
+        compress(p.original, X, CompressConfig.of(mode="prune", seed=0))
 
 
 def test_first_witness_search_covers_every_gap_of_a_small_domain():
@@ -214,13 +217,13 @@ def test_first_witness_search_covers_every_gap_of_a_small_domain():
     missed_by_rows = 0
     for (seed, family, depth, eta), rows in itertools.product(CASES, (None, 6)):
         p, so, cells = _problem(seed, family, depth, eta, rows=rows)
-        assert p.oracle.can_enumerate()
+        assert p.screen.can_enumerate()
         truth = _all_gaps(p, cells, so)
-        pts = p.oracle.label_change_points()
+        pts = p.screen.label_change_points()
         assert len(pts) <= len(truth)  # one point per gap it opens
         from_rows = witness.find_witnesses(p.original, p.domain, p.X, _in_region(p))
         missed_by_rows += len(from_rows) < len(truth)
-        p._witness_bound()
+        update_witness_bound(p)
         got = {
             (w.feature, float(w.x[w.feature]), float(w.x_next[w.feature]))
             for w in p.witnesses.values()

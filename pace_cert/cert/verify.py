@@ -22,14 +22,16 @@ from pathlib import Path
 import numpy as np
 from pydantic import ValidationError
 
+from pace_cert.budget import Budget
 from pace_cert.cert.certificate import Certificate, label
 from pace_cert.cert.claims import claim_problems, domain_arrays, is_constant, structural_problems
 from pace_cert.errors import InputError
-from pace_cert.learners.merge import structure_key
-from pace_cert.model.ensemble import LEAF
+from pace_cert.model.ensemble import LEAF, structure_key
 from pace_cert.model.onnx_reader import ensemble_from_model, load_onnx
 from pace_cert.model.runtime import labels, loadable_session
-from pace_cert.oracle.cpsat import RegionSpec, ScoreModel, SeparationOracle
+from pace_cert.oracle.cpsat import SeparationOracle
+from pace_cert.oracle.score_model import RegionSpec, ScoreModel
+from pace_cert.oracle.screen import Screen
 from pace_cert.region.domain import build_domain
 from pace_cert.region.margins import eta_units, region_margin, required_margin
 from pace_cert.region.masks import probe_points, region_mask
@@ -297,12 +299,14 @@ def _faithfulness(
     so, sc = sessions
     pl_model = None if forest is None else ScoreModel.sum_of(forest.trees)
     region = RegionSpec(c_o, pl_model, None if forest is None else forest.delta_abs)
-    oracle = SeparationOracle(domain, ScoreModel.from_ensemble(orig), region, seed=cert.seed)
+    original = ScoreModel.from_ensemble(orig)
+    hints = Screen(domain, original, region, seed=cert.seed)  # every cell of a small domain
+    oracle = SeparationOracle(domain, original, region, seed=cert.seed, hints=hints)
     results = oracle.separate(
         ScoreModel.from_ensemble(comp),
         required_margin(comp),
         threads=threads,
-        time_limit=time_limit,
+        budget=Budget.seconds(time_limit),
     )
     pairs = [
         {

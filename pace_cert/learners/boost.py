@@ -15,12 +15,13 @@ like any other master solution.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 import numpy as np
 
+from pace_cert.budget import Budget
 from pace_cert.learners import pricing
+from pace_cert.learners.pool import leaf_values
 from pace_cert.master.max_margin import solve_max_margin
 from pace_cert.master.rows import margin_rows
 from pace_cert.model.ensemble import Tree
@@ -57,7 +58,7 @@ def boost(
     seed: int = 0,
     n_candidates: int = 4,
     max_iter: int | None = None,
-    deadline: float | None = None,
+    budget: Budget | None = None,
     pool_cols: np.ndarray | None = None,
 ) -> BoostResult | None:
     """Grow a support until every margin row is met, at most ``max_iter`` columns.
@@ -68,7 +69,6 @@ def boost(
     supports). The result is ``feasible`` when rho > 0 was reached; the caller compares
     its ``support`` with ``max_size``. None when no column could be added at all.
     """
-    from pace_cert.learners.pool import leaf_values
 
     if len(X) == 0 or max_size < 1:
         return None
@@ -89,7 +89,7 @@ def boost(
     gamma = -np.inf
     sol = None
     for it in range(max_iter or 2 * max_size + 4):
-        if deadline is not None and time.perf_counter() > deadline:
+        if budget is not None and budget.expired():
             break
         if it == 0 and start is not None and scale[start] > 0:
             active.append(start)

@@ -53,6 +53,7 @@ import highspy
 import numpy as np
 from ortools.sat.python import cp_model
 
+from pace_cert.budget import Budget
 from pace_cert.master.highs import INF, load_highs, new_highs
 from pace_cert.master.l1 import solve_on_support
 from pace_cert.master.rows import MasterSolution, normalise_columns
@@ -231,17 +232,19 @@ class L0Cover:
         A: np.ndarray,
         *,
         warm_support: np.ndarray | None = None,
-        deadline: float | None = None,
+        budget: Budget | None = None,
         fallback: np.ndarray | None = None,
         usable: Callable[[MasterSolution], bool] | None = None,
         progress: Callable[[str], None] | None = None,
+        progress_seconds: float = PROGRESS_SECONDS,
     ) -> MasterSolution:
         """A minimum support for rows ``A`` (layout of :func:`margin_rows`) with
         max-margin weights on it (rescaled so every row meets >= 1) that pass ``usable``.
-        ``optimal`` is False when the deadline stopped the search; then the smallest
+        ``optimal`` is False when the budget stopped the search; then the smallest
         usable feasible support seen is returned: ``warm_support`` or ``fallback`` (e.g.
         a certified model's support) if so, else every learner. ``progress`` receives a
-        line (lower bound, best support, cuts) every ``PROGRESS_SECONDS`` of search."""
+        line (lower bound, best support, cuts) every ``progress_seconds`` of search."""
+        deadline = None if budget is None else budget.deadline
         t0 = time.perf_counter()
         reported = t0
         An, scale = normalise_columns(A, self.T)
@@ -304,7 +307,7 @@ class L0Cover:
             if out_of_time():
                 break
             now = time.perf_counter()
-            if progress is not None and now - reported >= PROGRESS_SECONDS:
+            if progress is not None and now - reported >= progress_seconds:
                 reported = now
                 progress(
                     f"cover: {now - t0:.0f} s, lower bound {self.lb}, best usable support "

@@ -118,6 +118,20 @@ class Tree:
         return out
 
 
+def structure_key(tree: Tree) -> bytes:
+    """Bytes equal for two trees iff they have the same nodes, children and splits
+    (thresholds compared as float32 bit patterns; leaf rows' thresholds ignored)."""
+    leaf = tree.left == LEAF
+    th = np.where(leaf, np.float32(0), tree.threshold).astype(np.float32)
+    parts = (
+        np.asarray(tree.feature, np.int64),
+        th,
+        np.asarray(tree.left, np.int64),
+        np.asarray(tree.right, np.int64),
+    )
+    return b"|".join(p.tobytes() for p in parts)
+
+
 @dataclass(frozen=True)
 class FlatForest:
     """Trees stacked into one node array (per-tree offsets) so that every tree of a

@@ -26,12 +26,12 @@ a small tolerance (a superset, like the base class's integer scaling): every poi
 HiGHS returns is re-checked exactly (rational region and compressed margin, on the
 leaves ``tree.apply`` gives at the cell representative) and a non-genuine one is
 excluded by a no-good on its leaf combination (scores depend on the leaves only), then
-the MILP is re-solved, at most ``MAX_SPURIOUS`` times.
+the MILP is re-solved, at most ``OracleSettings.max_spurious`` times.
 
 Statuses, as in :class:`~pace_cert.oracle_objective.ObjectiveSeparationOracle`:
 ``INFEASIBLE`` when HiGHS reports the MILP infeasible or optimal with its dual bound
 below the threshold; ``FEASIBLE`` with a genuine point; ``UNKNOWN`` on the time limit
-(or after ``MAX_SPURIOUS`` non-genuine points).
+(or after ``OracleSettings.max_spurious`` non-genuine points).
 
 Nothing is certified with this class: HiGHS works in floating point with feasibility
 tolerances, so its INFEASIBLE is not a proof. The product proves a pair only on CP-SAT
@@ -42,21 +42,17 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 import highspy
 import numpy as np
 
 from pace_cert.master.highs import INF, new_highs
-from pace_cert.oracle.cpsat import (
-    MAX_SPURIOUS,
-    PairResult,
-    RegionSpec,
-    ScoreModel,
-    SeparationOracle,
-    reachable_paths,
-)
+from pace_cert.oracle.cpsat import SeparationOracle, reachable_paths
+from pace_cert.oracle.score_model import PairResult, RegionSpec, ScoreModel
+from pace_cert.oracle.screen import Screen
+from pace_cert.oracle.settings import OracleSettings
 from pace_cert.region.domain import FeatureDomain
 
 REL_TOL = 1e-9  # region relaxation and objective tolerance, relative to the row's scale
@@ -148,11 +144,14 @@ class MilpSeparationOracle(SeparationOracle):
         *,
         seed: int = 0,
         linking: str = "node",
+        settings: OracleSettings | None = None,
+        hints: Screen | None = None,
     ) -> None:
         if linking not in LINKINGS:
             raise ValueError(f"linking must be one of {LINKINGS}, not {linking!r}")
-        super().__init__(domain, original, region, seed=seed)
-        self.schedule = "parallel"  # one HiGHS solve per pair: no seed races
+        # one HiGHS solve per pair: no seed races
+        settings = replace(settings or OracleSettings(), schedule="parallel")
+        super().__init__(domain, original, region, seed=seed, settings=settings, hints=hints)
         self.linking = linking
         sizes = np.array([max(len(c) - 1, 0) for c in self._allowed_cells], np.int64)
         self._u_start = np.r_[0, np.cumsum(sizes)].astype(np.int64)  # u[f, r] -> start[f]+r-1
@@ -352,7 +351,7 @@ class MilpSeparationOracle(SeparationOracle):
         """Solve, check the incumbent exactly, exclude non-genuine ones and re-solve."""
         out = _Outcome()
         ok = (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit)
-        for _ in range(MAX_SPURIOUS + 1):
+        for _ in range(self.settings.max_spurious + 1):
             if deadline is not None:
                 left = deadline - time.perf_counter()
                 if left <= 0:

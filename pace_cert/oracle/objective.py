@@ -22,12 +22,15 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from ortools.sat.python import cp_model
 
-from pace_cert.oracle.cpsat import PairResult, RegionSpec, ScoreModel, SeparationOracle
+from pace_cert.oracle.cpsat import SeparationOracle
+from pace_cert.oracle.score_model import PairResult, RegionSpec, ScoreModel
+from pace_cert.oracle.screen import Screen
+from pace_cert.oracle.settings import OracleSettings
 from pace_cert.region.domain import FeatureDomain
 from pace_cert.region.scaling import ScaledCondition
 
@@ -83,9 +86,12 @@ class ObjectiveSeparationOracle(SeparationOracle):
         region: RegionSpec,
         *,
         seed: int = 0,
+        settings: OracleSettings | None = None,
+        hints: Screen | None = None,
     ) -> None:
-        super().__init__(domain, original, region, seed=seed)
-        self.schedule = "parallel"  # _solve_pair keeps a per-thread goal: no races
+        # _solve_pair keeps a per-thread goal: no races
+        settings = replace(settings or OracleSettings(), schedule="parallel")
+        super().__init__(domain, original, region, seed=seed, settings=settings, hints=hints)
         self._local = threading.local()  # pairs are solved in parallel worker threads
 
     def _goal(self) -> _Goal | None:

@@ -15,7 +15,7 @@ from pace_cert.model.ensemble import Ensemble
 
 def margin_mask(original: Ensemble, X: np.ndarray, c_o: float) -> np.ndarray:
     """Rows whose original margin (best class over every other) is > c_o."""
-    from pace_cert.oracle.cpsat import ScoreModel
+    from pace_cert.oracle.score_model import ScoreModel
 
     X = np.asarray(X, np.float32)
     if len(X) == 0:

@@ -1,0 +1,186 @@
+"""The certificate of a compress run, built from the driver's result.
+
+Every statement here is about the two models and the run; ``cert/claims.py`` checks the
+ones verify can check against the two ONNX files.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pace_cert import __version__
+from pace_cert.cert.certificate import (
+    SCALING_DERIVATION,
+    SCALING_METHOD,
+    BoundaryWitness,
+    Certificate,
+    CpSatParameters,
+    HistoryPoint,
+    Learner,
+    PairCertificate,
+    Plausibility,
+    Region,
+    Scaling,
+    Summary,
+    label,
+    model_summary,
+    now_iso,
+    solver_versions,
+)
+from pace_cert.driver.result import CompressResult
+from pace_cert.region.margins import eta_units
+from pace_cert.region.scaling import BITS
+from pace_cert.settings import CompressConfig
+
+
+def build_certificate(
+    r: CompressResult,
+    cfg: CompressConfig,
+    orig_path: str,
+    orig_sha: str,
+    comp_path: str,
+    comp_sha: str,
+    plaus: Plausibility | None,
+    data,
+) -> Certificate:
+    classes = r.original.classes
+    comp = r.compressed
+    oracle = cfg.tuning.oracle
+    by_pair: dict[tuple[int, int], list[HistoryPoint]] = {}
+    for h in r.history:
+        by_pair.setdefault((h.y0, h.y), []).append(
+            HistoryPoint(
+                phase=h.phase,  # type: ignore[arg-type]
+                iteration=h.iteration,
+                y0=label(classes, h.y0),
+                y=label(classes, h.y),
+                point=[float(v) for v in h.point],
+                original_label=label(classes, h.original_label),
+                compressed_label=label(classes, h.compressed_label),
+            )
+        )
+    k = r.original.n_classes
+    proof = {(p.y0, p.y): p for p in r.proof}
+    pairs = []
+    for y0 in range(k):
+        for y in range(k):
+            if y == y0:
+                continue
+            p = proof.get((y0, y))
+            pairs.append(
+                PairCertificate(
+                    y0=label(classes, y0),
+                    y=label(classes, y),
+                    status=p.status if p else "UNKNOWN",  # type: ignore[arg-type]
+                    eta=cfg.eta,
+                    delta=cfg.delta,
+                    delta_abs=r.region.delta_abs,
+                    scale_exp=p.scale_exp if p else 0,
+                    rounding_bound=p.error_bound if p else 0.0,
+                    region_rounding_bound=p.region_error_bound if p else 0.0,
+                    compressed_margin=r.e_req,
+                    seconds=p.seconds if p else 0.0,
+                    conflicts=p.conflicts if p else 0,
+                    branches=p.branches if p else 0,
+                    spurious_excluded=p.spurious if p else 0,
+                    history=by_pair.get((y0, y), []),
+                )
+            )
+    X, y = data.X, data.y
+    pred_o = r.original.predict_index(X)
+    pred_c = comp.predict_index(X)
+    n_new = sum(o == "new" for o in comp.origin)
+    n = comp.n_trees
+    learners = [
+        Learner(index=i, origin=o, weight=w, merged=m, original_trees=ot)  # type: ignore[arg-type]
+        for i, (o, w, m, ot) in enumerate(
+            zip(
+                comp.origin,
+                r.weights or [1.0] * n,
+                r.merged or [1] * n,
+                r.original_trees or [[] for _ in range(n)],
+            )
+        )
+    ]
+    lin = r.race_linearization
+    race_lin = (
+        str(lin[0])
+        if len(set(lin)) == 1
+        else " / ".join(f"{v} if k % {len(lin)} == {i}" for i, v in enumerate(lin))
+    )
+    return Certificate(
+        tool_version=__version__,
+        created=now_iso(),
+        solvers=solver_versions(r.gurobi_used),
+        cpsat=CpSatParameters(
+            num_workers_per_pair={
+                "race": f"1 (up to {oracle.max_attempts} attempts per pair: attempt k with seed "
+                f"random_seed + k and linearization_level {race_lin})",
+                "parallel": "max(1, threads // pairs)",
+                "sequential": str(cfg.threads),
+            }[r.schedule],
+            random_seed=cfg.seed,
+            schedule=r.schedule,
+            time_limit_seconds=cfg.time_limit,
+            presolve=dict(oracle.cpsat_params),
+        ),
+        seed=cfg.seed,
+        threads=cfg.threads,
+        original=model_summary(orig_path, orig_sha, r.original),
+        compressed=model_summary(comp_path, comp_sha, comp),
+        learners=learners,
+        region=Region(
+            eta=cfg.eta,
+            eta_units=eta_units(r.original),
+            margin_scale=r.original.margin_scale,
+            runtime_guard=r.original.runtime_guard,
+            margin_threshold=r.region.margin,
+            delta=cfg.delta,
+            delta_abs=r.region.delta_abs,
+            plausibility=plaus,
+            domain=r.domain.describe(),
+            samples_kept=r.samples_kept,
+            samples_dropped=r.samples_dropped,
+        ),
+        scaling=Scaling(
+            method=SCALING_METHOD,
+            bits=BITS,
+            compressed_margin=r.e_req,
+            derivation=SCALING_DERIVATION,
+        ),
+        pairs=pairs,
+        summary=Summary(
+            certified=r.certified,
+            status=r.status,  # type: ignore[arg-type]
+            mode=cfg.mode,
+            phase=r.phase,
+            trees_before=r.original.n_trees,
+            trees_after=comp.n_trees,
+            leaves_before=r.original.n_leaves,
+            leaves_after=comp.n_leaves,
+            new_learner_share=n_new / comp.n_trees if comp.n_trees else 0.0,
+            l1_values=r.l1_values,
+            last_reduced_cost=r.reduced_costs[-1] if r.reduced_costs else None,
+            reduced_costs=r.reduced_costs,
+            pricing=r.pricing,  # type: ignore[arg-type]
+            generation_stop=r.generation_stop,
+            l0_big_m=r.big_m,
+            l0_optimal=r.l0_optimal,
+            size_lower_bound=r.size_bound,
+            witness_bound=r.witness_bound,
+            boundary_witnesses=[
+                BoundaryWitness(
+                    feature=w.feature,
+                    x=[float(v) for v in w.x],
+                    value_next=float(w.x_next[w.feature]),
+                    label=label(r.original.classes, w.label),
+                    label_next=label(r.original.classes, w.label_next),
+                )
+                for w in r.witnesses
+            ],
+            fidelity=float(np.mean(pred_o == pred_c)),
+            accuracy_original=float(np.mean(pred_o == y)),
+            accuracy_compressed=float(np.mean(pred_c == y)),
+            seconds=r.seconds,
+        ),
+    )

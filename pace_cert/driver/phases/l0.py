@@ -1,0 +1,135 @@
+"""Steps: the L0 loop (problem P with separation), with anytime fallbacks.
+
+:class:`L0Loop` ``"l0"`` prunes the original trees from the certified L1 solution;
+``"l0-enriched"`` (PACE) runs on the pool enriched by boosting and generation, warm
+from the smallest certified model.
+
+Under a time limit, and when a certified model with more than one learner exists, the
+L0 loop first gets ``l0.share`` of the time left. On large domains it may not converge
+(every optimal support of the samples is falsified in turn); if it has not certified by
+then, the fallbacks run in order (reweighted L1, then column growth from the last L0
+candidate's support), each offering certified, smaller models. The L0 loop then
+continues on the same master (its cuts, last support and samples kept) with the time
+still left. After an L0 loop certified a support its MILP had not proved optimal (a
+per-solve limit stopped it), the master is re-solved with the time left until it proves
+optimality or nothing improves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from pace_cert.budget import Budget
+from pace_cert.driver.l0_master import L0Master
+from pace_cert.driver.loop import faithful_loop
+from pace_cert.driver.phases.grow import ColumnGrowth
+from pace_cert.driver.phases.reweight import ReweightedL1
+from pace_cert.driver.result import Offer, PhaseResult
+from pace_cert.driver.state import RunState
+from pace_cert.driver.step import BaseStep
+from pace_cert.model.ensemble import Tree
+
+#: the fallbacks of an L0 loop that did not certify in its share, in order
+FALLBACKS = (ReweightedL1(), ColumnGrowth())
+
+
+def _offer_l0(state: RunState, res: PhaseResult, name: str) -> Offer:
+    """An L0 loop's result to offer; remember its size when its support was proved
+    optimal on the samples (no faithful weighting of the pool has fewer learners)."""
+    if res.certified and res.optimal and res.model is not None:
+        state.stats.l0_proved = res.model.n_trees
+    return Offer(res, name)
+
+
+def _improve(
+    state: RunState, res: PhaseResult, master: L0Master, learners: list[Tree], name: str,
+    budget: Budget,
+) -> Iterator[Offer]:  # fmt: skip
+    """Re-solve a certified but not optimal support with the time left, the certified
+    support as the incumbent: a smaller support goes through the faithful loop again,
+    the same one proved optimal sets ``l0_optimal``. Stops when a re-solve brings
+    neither."""
+    while res.certified and not res.optimal and res.model is not None:
+        left = budget.left()
+        if left is not None and left <= 1.0:
+            return
+        size = res.model.n_trees
+        master.again = True
+        state.say(
+            f"[l0] {size} learners certified but not proved minimal; re-solving the L0 "
+            "master" + ("" if left is None else f" with up to {left:.0f} s")
+        )
+        nxt = faithful_loop(state, "l0", lambda A: master.solve(A, budget), learners, budget)
+        yield _offer_l0(state, nxt, name)
+        if not nxt.certified or nxt.model is None:
+            return
+        if nxt.model.n_trees >= size and not nxt.optimal:
+            return
+        state.say(
+            f"[l0] re-solved: {nxt.model.n_trees} learners"
+            + (" (optimal on the samples)" if nxt.optimal else "")
+        )
+        res = nxt
+
+
+def l0_loops(
+    state: RunState,
+    learners: list[Tree],
+    l1_value: float,
+    warm: np.ndarray | None,
+    name: str,
+    budget: Budget,
+) -> Iterator[Offer]:
+    """The L0 loop on ``learners`` with its fallbacks and the improve re-solve;
+    certified models offered as ``name`` and ``name + fallback suffix``."""
+    master = L0Master(state, learners, l1_value, warm)
+    size = state.best_size()
+    if budget.limited and size is not None and size > 1:
+        first = budget.share(state.cfg.tuning.l0.share)
+        l0 = faithful_loop(state, "l0", lambda A: master.solve(A, first), learners, first)
+        if l0.certified:
+            yield _offer_l0(state, l0, name)
+            yield from _improve(state, l0, master, learners, name, budget)
+            return
+        guide = master.last.weights > 0 if master.last is not None else None
+        for fallback in FALLBACKS:
+            if not budget.expired() and fallback.applies(state, guide):
+                res = fallback.run(state, learners, guide, budget)
+                yield Offer(res, name + fallback.suffix)
+    l0 = faithful_loop(state, "l0", lambda A: master.solve(A, budget), learners, budget)
+    yield _offer_l0(state, l0, name)
+    yield from _improve(state, l0, master, learners, name, budget)
+
+
+class L0Loop(BaseStep):
+    """``"l0"``: prune the original trees from the certified L1 solution (prune, pace;
+    PACE gives it ``pace.prune_share`` of the time). ``"l0-enriched"`` (PACE): the L0
+    loop on the enriched pool, warm from the smallest certified model."""
+
+    def __init__(self, name: str = "l0", enriched: bool = False) -> None:
+        self.name = name
+        self.enriched = enriched
+
+    def applies(self, state: RunState) -> bool:
+        l1 = state.l1
+        return l1 is not None and l1.first_certified and l1.solution is not None
+
+    def share(self, state: RunState) -> float:
+        pace = state.cfg.mode == "pace"
+        return state.cfg.tuning.pace.prune_share if pace and not self.enriched else 1.0
+
+    def run(self, state: RunState, budget: Budget) -> Iterator[Offer]:
+        assert state.l1 is not None and state.l1.solution is not None
+        sol = state.l1.solution
+        if not self.enriched:
+            warm = np.r_[sol.weights, sol.offsets[1:]]
+            yield from l0_loops(state, state.learners, sol.objective, warm, self.name, budget)
+            return
+        warm = state.warm_from_best()
+        if warm is None:
+            warm = np.r_[sol.weights, sol.offsets[1:]]
+        A = state.matrix(state.learners)
+        l1_value = state.l1_master.solve(A, len(state.learners)).objective
+        yield from l0_loops(state, state.learners, l1_value, warm, self.name, budget)

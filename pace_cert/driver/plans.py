@@ -1,0 +1,80 @@
+"""One plan per mode: the steps of paper Figure 1 in the order they run.
+
+A new search strategy is a new step module in ``pace_cert/driver/phases/`` and one line
+here. The runner (``runner.py``) skips a step whose condition does not hold, offers
+every result to the incumbent, and stops a plan once the incumbent is proved minimal
+(``stop_when_minimal``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pace_cert.driver.phases.boost import Boost
+from pace_cert.driver.phases.generate import Generate
+from pace_cert.driver.phases.l0 import L0Loop
+from pace_cert.driver.phases.l1 import L1Loop, L1Refresh
+from pace_cert.driver.phases.merge_original import MergeAfter, MergeFirst
+from pace_cert.driver.phases.refit import Refit
+from pace_cert.driver.phases.synth import Synth, SynthBound
+from pace_cert.driver.phases.witness_bound import WitnessBound
+from pace_cert.driver.result import STOP_PROVED_MINIMAL
+from pace_cert.driver.step import Step
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A mode's steps. ``stop_when_minimal``: end once the best certified model is as
+    small as the proved bound; ``minimal_stop``: what ``generation_stop`` then says
+    when generation has not run (None: leave it)."""
+
+    mode: str
+    steps: tuple[Step, ...]
+    stop_when_minimal: bool = True
+    minimal_stop: str | None = None
+
+
+PLANS: dict[str, Plan] = {
+    "prune": Plan(
+        "prune",
+        (
+            WitnessBound(),  # boundary witnesses: a size lower bound
+            MergeFirst(),  # the merged original, when it would be proved minimal at once
+            L1Loop(),  # L1 on the original trees
+            MergeAfter(),  # the merged original, when smaller than the L1 model
+            WitnessBound(),
+            L0Loop("l0"),  # L0 on the original trees (fallbacks under a time limit)
+            WitnessBound(),
+        ),
+    ),
+    "generate": Plan(
+        "generate",
+        (
+            WitnessBound(),
+            L1Loop("l1-original"),  # a certified fallback if generation does not certify
+            WitnessBound(),
+            Generate(),  # column generation on the L1 duals: the L1 support is the answer
+        ),
+        stop_when_minimal=False,
+    ),
+    "pace": Plan(
+        "pace",
+        (
+            WitnessBound(),
+            MergeFirst(),
+            L1Loop(),
+            MergeAfter(),
+            WitnessBound(),
+            L0Loop("l0"),  # prune first: PACE is never larger than prune
+            WitnessBound(),
+            SynthBound(),  # depth <= 2: CP-SAT proofs of a lower bound on the size
+            Boost(),  # totally corrective boosting for a smaller support
+            L1Refresh(),  # fresh duals on the samples added since
+            Generate(),  # column generation enriches the pool
+            L0Loop("l0-enriched", enriched=True),  # L0 on the enriched pool
+            Refit(),  # one to three partitions with re-fitted leaves
+            Synth(),  # depth <= 2: CP-SAT synthesis of fewer trees
+        ),
+        minimal_stop=STOP_PROVED_MINIMAL,
+    ),
+}

@@ -1,0 +1,104 @@
+"""Records the driver passes around: a phase's result, a separating sample's history
+entry, an offer to the incumbent, and the run's result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pace_cert.model.ensemble import Ensemble
+from pace_cert.oracle.score_model import PairResult, RegionSpec
+from pace_cert.region.domain import FeatureDomain
+from pace_cert.region.witness import Witness
+
+#: ``generation_stop`` when PACE ends before generation: the best certified model is
+#: proved as small as any faithful model of the family
+STOP_PROVED_MINIMAL = "not run: the certified model is proved minimal"
+
+
+@dataclass
+class HistoryEntry:
+    """A separating sample the oracle returned: the phase (its first word: ``l0``
+    for every L0-loop variant) and round, the pair, the float32 point, and both models'
+    labels there (class indices)."""
+
+    phase: str
+    iteration: int
+    y0: int
+    y: int
+    point: np.ndarray
+    original_label: int
+    compressed_label: int
+
+
+@dataclass
+class PhaseResult:
+    """What a faithful loop ended with. ``model`` is the certified candidate (None when
+    not certified); ``proof`` its per-pair results; ``keep`` the pool indices of the
+    learners it uses, with their master ``weights`` and class ``offsets``."""
+
+    model: Ensemble | None
+    proof: list[PairResult]
+    rounds: int
+    certified: bool
+    objective: float | None = None
+    optimal: bool = True
+    weights: list[float] = field(default_factory=list)  # master weight per kept learner
+    keep: list[int] = field(default_factory=list)  # indices of the kept learners in the pool
+    offsets: np.ndarray | None = None
+    screened: bool = False  # certify=False: the screen found nothing (no CP-SAT proof)
+    first_objective: float | None = None  # master value of the first round (its samples)
+    gave_up: bool = False  # the master had no candidate (e.g. none within a size budget)
+
+    @classmethod
+    def nothing(cls, rounds: int = 0, *, gave_up: bool = False) -> PhaseResult:
+        """An uncertified result with no model and no proof."""
+        return cls(None, [], rounds, False, gave_up=gave_up)
+
+
+@dataclass(frozen=True)
+class Offer:
+    """A result offered to the incumbent under ``name`` (the certificate's phase).
+    ``replace``: it becomes the result even when not smaller (generate mode's final L1
+    model, which is the mode's answer by definition)."""
+
+    result: PhaseResult
+    name: str
+    replace: bool = False
+
+
+@dataclass
+class CompressResult:
+    """Everything the certificate needs from one run."""
+
+    original: Ensemble
+    compressed: Ensemble
+    certified: bool
+    status: str  # certified | inconclusive
+    proof: list[PairResult]
+    history: list[HistoryEntry]
+    domain: FeatureDomain
+    region: RegionSpec
+    l1_values: list[float]
+    reduced_costs: list[float]
+    pricing: str  # none | exact | heuristic
+    generation_stop: str
+    samples_kept: int
+    samples_dropped: int
+    e_req: float
+    big_m: float | None
+    l0_optimal: bool | None
+    seconds: float
+    plausibility: object | None = None
+    weights: list[float] = field(default_factory=list)
+    phase: str = ""
+    gurobi_used: bool = False
+    schedule: str = "sequential"  # how the oracle spread its threads over the label pairs
+    race_linearization: tuple[int, ...] = ()  # racing attempts' CP-SAT linearization_level
+    size_bound: int | None = None  # proved: no faithful model of fewer trees (synth, witnesses)
+    witnesses: list[Witness] = field(default_factory=list)  # evidence for size_bound
+    witness_bound: int | None = None  # the bound the witnesses give alone
+    merged: list[int] = field(default_factory=list)  # per compressed tree: learners summed
+    original_trees: list[list[int]] = field(default_factory=list)  # per tree: original
+    # trees (indices in the original) among them

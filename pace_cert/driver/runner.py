@@ -1,0 +1,119 @@
+"""The plan runner: the PACE driver's whole control flow.
+
+``compress`` builds the run state, runs the mode's plan step by step -- each within
+its share of the one budget, each result offered to the incumbent as it comes -- and
+stops once the incumbent is proved minimal. The result is the smallest certified model,
+or the original when nothing was certified.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from pace_cert.budget import Budget
+from pace_cert.driver.phases.witness_bound import update_witness_bound
+from pace_cert.driver.plans import PLANS, Plan
+from pace_cert.driver.result import CompressResult
+from pace_cert.driver.state import Progress, RunState
+from pace_cert.model.ensemble import Ensemble
+from pace_cert.region.margins import required_margin
+from pace_cert.settings import CompressConfig
+
+
+def run_plan(state: RunState, plan: Plan) -> None:
+    """Run ``plan``'s steps in order on ``state``."""
+    for step in plan.steps:
+        if not step.applies(state):
+            continue
+        budget = state.budget.share(step.share(state))
+        for offer in step.run(state, budget):
+            state.offer(offer)
+            if _stop(state, plan):
+                return
+        if _stop(state, plan):
+            return
+
+
+def _stop(state: RunState, plan: Plan) -> bool:
+    """Whether the plan ends here: its incumbent is proved minimal."""
+    if not (plan.stop_when_minimal and state.minimal()):
+        return False
+    if plan.minimal_stop is not None and state.stats.pricing == "none":
+        state.stats.stop = plan.minimal_stop
+    state.say_minimal()
+    return True
+
+
+def compress(
+    original: Ensemble,
+    X: np.ndarray,
+    cfg: CompressConfig,
+    progress: Progress | None = None,
+    budget: Budget | None = None,
+) -> CompressResult:
+    """Run PACE in ``cfg.mode`` on ``original`` with training rows ``X`` (float32).
+
+    ``budget``: the time the run may spend (default: ``cfg.time_limit`` from now)."""
+    if budget is None:
+        budget = Budget.seconds(cfg.time_limit)
+    state = RunState.create(original, X, cfg, budget, progress or (lambda _m: None))
+    state.say(
+        f"original: {original.n_trees} trees, {original.n_classes} classes; "
+        f"{len(state.X)} distinct samples in the region ({state.samples_dropped} rows dropped)"
+    )
+    run_plan(state, PLANS[cfg.mode])
+    return result(state)
+
+
+def result(state: RunState) -> CompressResult:
+    """The run's result: the smallest certified model, or the original."""
+    update_witness_bound(state)
+    best, original = state.best, state.original
+    if best is not None and (state.size_bound or 0) > best[0].model.n_trees:
+        # two proofs contradict each other: one of them is wrong; write neither
+        raise RuntimeError(
+            f"internal error: a certified model of {best[0].model.n_trees} trees and a "
+            f"proved lower bound of {state.size_bound} trees; please report this"
+        )
+    k = original.n_classes
+    certified = best is not None
+    model = best[0].model if certified else original
+    if certified:
+        weights, merged, originals = state.tree_sources(best[0])
+    else:  # the original is written: each tree is itself
+        weights = [float(w) for w in original.weights]
+        merged, originals = [1] * model.n_trees, [[t] for t in range(model.n_trees)]
+    st = state.stats
+    return CompressResult(
+        original=original,
+        compressed=model,
+        certified=certified,
+        status="certified" if certified else "inconclusive",
+        proof=best[0].proof if certified else [],
+        history=state.history,
+        domain=state.domain,
+        region=state.region,
+        l1_values=state.l1_values,
+        reduced_costs=state.reduced_costs,
+        pricing=st.pricing,
+        generation_stop=st.stop,
+        samples_kept=state.samples_kept,
+        samples_dropped=state.samples_dropped,
+        e_req=required_margin(model) if certified else 0.0,
+        big_m=st.big_m,
+        l0_optimal=(None if st.l0_optimal is None else certified and st.l0_proved == model.n_trees),
+        seconds=time.perf_counter() - state.t0,
+        plausibility=state.plausibility,
+        weights=weights,
+        merged=merged,
+        original_trees=originals,
+        phase=best[1] if certified else "",
+        gurobi_used=st.used_gurobi,
+        schedule=state.oracle.schedule_for(state.cfg.threads, k * (k - 1)),
+        race_linearization=state.oracle.race_linearization(),
+        size_bound=state.size_bound,
+        witnesses=list(state.witnesses.values()),
+        witness_bound=state.witness_bound,
+    )

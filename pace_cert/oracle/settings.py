@@ -1,0 +1,74 @@
+"""The oracle's settings as data: CP-SAT parameters, how conditions are posted, the pair
+schedule and its race portfolio. Passed in (``SeparationOracle(settings=...)``); a
+benchmark varies a setting by passing another object. Why these values:
+docs/decisions/0001-cpsat-parameters.md, 0002-race-schedule.md, 0004-tree-sums.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SCHEDULES = ("race", "parallel", "sequential")
+TREE_SUMS = ("plausibility", "all", "none")
+
+
+def _cpsat_params() -> dict[str, object]:
+    # probing and at-most-one merging dominate the time of these mostly-propagation
+    # problems (5-20x faster, same statuses); SAT inprocessing spent most of a proof's
+    # search on isolation-forest regions (2-4x faster without); a call's presolve cost
+    # more than it saved (docs/decisions/0001-cpsat-parameters.md, 0004-tree-sums.md)
+    return {
+        "cp_model_probing_level": 0,
+        "merge_at_most_one_work_limit": 0.0,
+        "find_big_linear_overlap": False,
+        "use_sat_inprocessing": False,
+        "cp_model_presolve": False,
+    }
+
+
+@dataclass(frozen=True)
+class OracleSettings:
+    """How the separation oracle builds and solves its CP-SAT models.
+
+    * ``cpsat_params``: CP-SAT parameters set on every solve (``linearization_level`` is
+      set per racing attempt instead, see ``race_linearization*``).
+    * ``tree_sums``: which conditions are posted with one integer variable per tree
+      ("plausibility": the isolation forest's sum; "all"; "none": one long sum each).
+    * ``enum_limit``: domains with at most this many allowed cells are screened on every
+      cell (and hint CP-SAT from them).
+    * ``max_spurious``: nogoods per pair and call (points inside the rounding slack only)
+      before the pair is declared UNKNOWN.
+    * ``schedule``: "race" (one single-worker CP-SAT per pair, idle threads race other
+      seeds on undecided pairs), "parallel" (pairs at once, threads // pairs workers
+      each) or "sequential" (one pair at a time with every thread).
+    * ``max_attempts``: racing attempts (seeds) per pair and call.
+    * ``race_linearization``, ``..._stumps``, ``..._plausible``: CP-SAT
+      ``linearization_level`` of racing attempt k (cycled) without a plausibility forest,
+      for stump originals, and with a plausibility forest.
+    * ``escalate_seconds``: an attempt running this long (doubling per attempt of its
+      pair) gets a twin even when every thread is busy (one extra thread at most).
+    * ``found_grace_seconds``: ``separate(until_found=True)``: least time undecided pairs
+      get after the call's first separating sample.
+    * ``use_hints``: start CP-SAT from the screen's closest point (steers only).
+    """
+
+    cpsat_params: dict[str, object] = field(default_factory=_cpsat_params)
+    tree_sums: str = "plausibility"
+    enum_limit: int = 300_000
+    max_spurious: int = 50
+    schedule: str = "race"
+    max_attempts: int = 4
+    race_linearization: tuple[int, ...] = (0, 1)
+    race_linearization_stumps: tuple[int, ...] = (1, 0)
+    race_linearization_plausible: tuple[int, ...] = (1,)
+    escalate_seconds: float = 2.0
+    found_grace_seconds: float = 1.0
+    use_hints: bool = True
+
+    def __post_init__(self) -> None:
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"OracleSettings.schedule must be one of {SCHEDULES}")
+        if self.tree_sums not in TREE_SUMS:
+            raise ValueError(f"OracleSettings.tree_sums must be one of {TREE_SUMS}")
+        if self.max_attempts < 1 or self.max_spurious < 0 or self.enum_limit < 0:
+            raise ValueError("OracleSettings: max_attempts >= 1, max_spurious and enum_limit >= 0")

@@ -1,0 +1,314 @@
+"""Settings as data: what a user chooses, and the tuning of each stage, checked once.
+
+:class:`CompressConfig` holds the user-facing fields (the CLI's flags) and a
+:class:`Tuning` of frozen groups (master, search, generation, L0 fallbacks, PACE
+phases, oracle). Every field is checked against one table, :data:`RULES`, when a
+config is built; the CLI and the app report the same messages, naming the CLI flag
+(``--eta must be >= 0, got -1``). A benchmark varies a setting by building another
+config (:meth:`CompressConfig.of`, :meth:`CompressConfig.tuned`), never by patching a
+module.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pace_cert.oracle.settings import OracleSettings
+
+MODES = ("pace", "prune", "generate")
+CHOICES: dict[str, tuple[str, ...]] = {
+    "mode": MODES,
+    "binary": ("infer", "none"),
+    "bounds": ("none", "data"),
+    "integer": ("infer", "none"),
+    "milp": ("auto", "cover", "highs", "gurobi"),
+    "l0.fallback": ("grow", "reweight"),
+}
+MAX_SEED = 2**31 - 1  # CP-SAT and HiGHS take 32-bit seeds
+
+
+class SettingError(ValueError):
+    """A setting outside its rule; ``flag`` names it as the CLI does."""
+
+    def __init__(self, flag: str, problem: str) -> None:
+        super().__init__(f"{flag} {problem}")
+        self.flag = flag
+
+
+@dataclass(frozen=True)
+class MasterTuning:
+    """The master problems. ``weight_tol``: weights below this share of the largest are
+    dropped before a candidate is folded; ``kappa``: L0 big-M = kappa * (L1 value);
+    ``l0_time_limit``: seconds per L0 MILP solve (its incumbent is kept);
+    ``robust_weights``: certify an L0 support with max-margin weights rather than the
+    MILP's vertex; ``l1_warm_start``: one HiGHS L1 model across rounds; ``max_rounds``:
+    master solves per faithful loop before it gives up uncertified;
+    ``progress_seconds``: a long L0 or refit search reports its state this often."""
+
+    weight_tol: float = 1e-7
+    kappa: float = 10.0
+    l0_time_limit: float = 30.0
+    robust_weights: bool = True
+    l1_warm_start: bool = True
+    max_rounds: int = 500
+    progress_seconds: float = 15.0
+
+
+@dataclass(frozen=True)
+class SearchTuning:
+    """How a round looks for separating samples before and around CP-SAT.
+    ``neighbours``: extra samples per pair from one-cell moves of found ones (0: off);
+    ``enumeration_per_pair``: samples per pair from a screen; ``climb_steps``: beam
+    search steps from the pool before CP-SAT on large domains (0: off);
+    ``lazy_proofs``: a CP-SAT round that found a sample stops its other pairs' proofs;
+    ``pool_per_row``: random variants per training row in the screening pool (0: off)."""
+
+    neighbours: int = 10
+    enumeration_per_pair: int = 25
+    climb_steps: int = 0
+    lazy_proofs: bool = True
+    pool_per_row: int = 20
+
+
+@dataclass(frozen=True)
+class GenerationTuning:
+    """Column generation (pace, generate). ``max_learners``: generated learners at most;
+    ``pricing_candidates``: heuristic candidates per pricing round;
+    ``columns_per_round``: improving learners added per round; ``stall_rounds``: stop
+    after this many rounds without L1 progress."""
+
+    max_learners: int = 200
+    pricing_candidates: int = 8
+    columns_per_round: int = 3
+    stall_rounds: int = 8
+
+
+@dataclass(frozen=True)
+class L0Tuning:
+    """The L0 loop's anytime fallbacks under a time limit. ``share``: of the time left,
+    for the L0 loop before the fallbacks; ``reweight_rounds``, ``reweight_eps``:
+    reweighted L1 (costs 1 / (w + eps * max w)); ``fallback``: "grow" (reweighted L1,
+    then column growth) or "reweight" (reweighted L1 only); ``grow_rho``: a learner
+    joins while the max normalised margin is below this."""
+
+    share: float = 0.5
+    reweight_rounds: int = 8
+    reweight_eps: float = 0.01
+    fallback: str = "grow"
+    grow_rho: float = 1e-3
+
+
+@dataclass(frozen=True)
+class PaceTuning:
+    """PACE's phases after pruning. ``*_share``: of the time left, for pruning, column
+    generation and boosting; ``boost_restarts``: boosting also starts from each of these
+    best-support trees; ``refit_size``: supports of up to this many re-fitted
+    partitions; ``synth_size``: CP-SAT synthesis of up to this many trees (0: off);
+    ``synth_seconds``: per synthesis solve; ``bound_seconds``: per lower-bound proof
+    right after pruning; ``merge_original``: first certify the original with its shared
+    splits merged; ``synth_threads``: CP-SAT workers per synthesis solve (0: the run's
+    threads)."""
+
+    prune_share: float = 1.0
+    generate_share: float = 1.0
+    boost_share: float = 1.0
+    boost_restarts: int = 4
+    refit_size: int = 3
+    synth_size: int = 5
+    synth_seconds: float = 60.0
+    bound_seconds: float = 10.0
+    merge_original: bool = True
+    synth_threads: int = 1
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """Every stage's tuning, each group a frozen dataclass."""
+
+    master: MasterTuning = field(default_factory=MasterTuning)
+    search: SearchTuning = field(default_factory=SearchTuning)
+    generation: GenerationTuning = field(default_factory=GenerationTuning)
+    l0: L0Tuning = field(default_factory=L0Tuning)
+    pace: PaceTuning = field(default_factory=PaceTuning)
+    oracle: OracleSettings = field(default_factory=OracleSettings)
+
+
+@dataclass(frozen=True)
+class CompressConfig:
+    """What a compress run is asked to do (the CLI's flags) and how it is tuned.
+
+    ``time_limit``: seconds for the whole run, counted from process start by the CLI
+    (from the call by the library); None: no limit. Checked against :data:`RULES`."""
+
+    mode: str = "prune"
+    eta: float = 0.0
+    delta: float = 0.0
+    time_limit: float | None = None
+    threads: int = 2
+    seed: int = 0
+    binary: str = "infer"  # infer | none
+    bounds: str = "none"  # none | data
+    integer: str = "infer"  # infer (integer-valued training columns stay integers) | none
+    iforest_estimators: int = 100
+    iforest_max_samples: int | str = "auto"
+    milp: str = "auto"  # auto | cover | highs | gurobi (docs/decisions/0003-...)
+    tuning: Tuning = field(default_factory=Tuning)
+
+    def __post_init__(self) -> None:
+        check(self)
+
+    @classmethod
+    def of(cls, **settings: Any) -> CompressConfig:
+        """A config from user fields and tuning fields by their own names (unique across
+        groups, e.g. ``CompressConfig.of(mode="pace", synth_size=0)``)."""
+        user = {k: v for k, v in settings.items() if k in _USER_FIELDS}
+        return cls(**user).tuned(**{k: v for k, v in settings.items() if k not in user})
+
+    def tuned(self, **changes: Any) -> CompressConfig:
+        """A copy with tuning fields (by their own names), whole tuning groups (by the
+        group's name, e.g. ``oracle=OracleSettings(...)``) or user fields changed."""
+        user = {k: v for k, v in changes.items() if k in _USER_FIELDS}
+        whole = {k: v for k, v in changes.items() if k in _GROUPS}
+        groups: dict[str, dict[str, Any]] = {}
+        for name, value in changes.items():
+            if name in user or name in whole:
+                continue
+            if name not in TUNING_FIELDS:
+                raise SettingError(name, "is not a setting")
+            groups.setdefault(TUNING_FIELDS[name], {})[name] = value
+        base = dataclasses.replace(self.tuning, **whole)
+        tuning = dataclasses.replace(
+            base, **{g: dataclasses.replace(getattr(base, g), **f) for g, f in groups.items()}
+        )
+        return dataclasses.replace(self, tuning=tuning, **user)
+
+
+# ------------------------------------------------------------------------ the table
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One setting's constraint: ``path`` (a field, or "group.field" for tuning),
+    ``ok(value)``, what it expects (for the message), and the CLI flag naming it."""
+
+    path: str
+    ok: Callable[[Any], bool]
+    expect: str
+    flag: str | None = None
+
+    def name(self) -> str:
+        return self.flag or self.path
+
+
+def _finite(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _choice(path: str, flag: str | None = None) -> Rule:
+    allowed = CHOICES[path]
+    return Rule(path, lambda v: v in allowed, f"be one of {', '.join(allowed)}", flag)
+
+
+def _share(path: str) -> Rule:
+    return Rule(path, lambda v: _finite(v) and 0 <= v <= 1, "be in [0, 1]")
+
+
+def _count(path: str, least: int = 0, flag: str | None = None) -> Rule:
+    return Rule(path, lambda v: _int(v) and v >= least, f"be an integer >= {least}", flag)
+
+
+def _seconds(path: str) -> Rule:
+    return Rule(path, lambda v: _finite(v) and v > 0, "be > 0")
+
+
+RULES: tuple[Rule, ...] = (
+    _choice("mode", "--mode"),
+    Rule("eta", lambda v: _finite(v) and v >= 0, "be >= 0", "--eta"),
+    Rule("delta", lambda v: _finite(v) and 0 <= v <= 1, "be in [0, 1]", "--delta"),
+    Rule("time_limit", lambda v: v is None or (_finite(v) and v > 0), "be > 0", "--time-limit"),
+    _count("threads", 1, "--threads"),
+    Rule("seed", lambda v: _int(v) and 0 <= v <= MAX_SEED, f"be in [0, {MAX_SEED}]", "--seed"),
+    _choice("binary", "--binary"),
+    _choice("bounds", "--bounds"),
+    _choice("integer", "--integer"),
+    _choice("milp", "--milp"),
+    _count("iforest_estimators", 1, "--iforest-trees"),
+    Rule(
+        "iforest_max_samples",
+        lambda v: v == "auto" or (_int(v) and v >= 1),
+        'be "auto" or an integer >= 1 (the CLI\'s 0 means auto)',
+        "--iforest-samples",
+    ),
+    Rule("master.weight_tol", lambda v: _finite(v) and 0 <= v < 1, "be in [0, 1)"),
+    Rule("master.kappa", lambda v: _finite(v) and v > 0, "be > 0"),
+    _seconds("master.l0_time_limit"),
+    _count("master.max_rounds", 1),
+    Rule("master.progress_seconds", lambda v: _finite(v) and v >= 0, "be >= 0"),
+    _count("search.neighbours"),
+    _count("search.enumeration_per_pair", 1),
+    _count("search.climb_steps"),
+    _count("search.pool_per_row"),
+    _count("generation.max_learners"),
+    _count("generation.pricing_candidates"),
+    _count("generation.columns_per_round", 1),
+    _count("generation.stall_rounds", 1),
+    _share("l0.share"),
+    _count("l0.reweight_rounds"),
+    Rule("l0.reweight_eps", lambda v: _finite(v) and v > 0, "be > 0"),
+    _choice("l0.fallback"),
+    Rule("l0.grow_rho", lambda v: _finite(v) and v > 0, "be > 0"),
+    _share("pace.prune_share"),
+    _share("pace.generate_share"),
+    _share("pace.boost_share"),
+    _count("pace.boost_restarts"),
+    _count("pace.refit_size"),
+    _count("pace.synth_size"),
+    _seconds("pace.synth_seconds"),
+    _seconds("pace.bound_seconds"),
+    _count("pace.synth_threads"),
+)
+
+
+def _value(cfg: CompressConfig, path: str) -> Any:
+    group, _, name = path.rpartition(".")
+    return getattr(getattr(cfg.tuning, group) if group else cfg, name)
+
+
+def check(cfg: CompressConfig) -> None:
+    """Raise :class:`SettingError` for the first setting outside its rule."""
+    for rule in RULES:
+        value = _value(cfg, rule.path)
+        if not rule.ok(value):
+            raise SettingError(rule.name(), f"must {rule.expect}, got {value!r}")
+
+
+def check_for_model(cfg: CompressConfig, kind: str) -> None:
+    """The rule that depends on the model: eta is a vote share for voting ensembles
+    (random forests, AdaBoost), so it must be below 1 there."""
+    if kind == "voting" and cfg.eta >= 1:
+        raise SettingError(
+            "--eta", f"is a vote share for this model and must be < 1, got {cfg.eta}"
+        )
+
+
+_USER_FIELDS = frozenset(f.name for f in dataclasses.fields(CompressConfig)) - {"tuning"}
+_GROUPS = frozenset(f.name for f in dataclasses.fields(Tuning))
+#: tuning field name -> its group in :class:`Tuning` (names are unique across groups)
+TUNING_FIELDS: dict[str, str] = {
+    f.name: g.name
+    for g in dataclasses.fields(Tuning)
+    for f in dataclasses.fields(g.default_factory())  # type: ignore[misc]
+}
+if len(TUNING_FIELDS) != sum(
+    len(dataclasses.fields(g.default_factory()))  # type: ignore[misc]
+    for g in dataclasses.fields(Tuning)
+):
+    raise AssertionError("tuning field names must be unique across groups")
