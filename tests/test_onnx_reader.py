@@ -14,13 +14,13 @@ from pace_cert import zoo
 from pace_cert.errors import InputError
 from pace_cert.model.ensemble import FLOAT32_SAFE_SUM, LEAF, Tree, float32_sum_guard
 from pace_cert.model.onnx_reader import (
-    NODE_ATTRS,
     UnsupportedModel,
     ensemble_from_model,
     read_ensemble,
 )
 from pace_cert.model.onnx_writer import ensemble_to_onnx
 from pace_cert.model.runtime import labels, session
+from pace_cert.model.tree_ensemble_op import NODE_ATTRS
 from pace_cert.region.domain import build_domain
 
 from .helpers import small_problem, tec_model, trained

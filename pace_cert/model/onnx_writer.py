@@ -23,7 +23,8 @@ from onnx import TensorProto, helper, numpy_helper
 
 from pace_cert import __version__
 from pace_cert.model.ensemble import LEAF, Ensemble
-from pace_cert.model.onnx_reader import NODE_ATTRS, TARGET_ATTRS, OnnxModelInfo
+from pace_cert.model.onnx_graph import OnnxModelInfo
+from pace_cert.model.tree_ensemble_op import NODE_ATTRS, TARGET_ATTRS
 
 
 def _is_f32(a: np.ndarray) -> bool:

@@ -1,7 +1,7 @@
 """Objective-based separation oracle on a HiGHS MILP (FIPE style), for benchmarking only.
 
 The paper's Result 1 compares the product's *constraint-based* CP-SAT separation
-(:class:`~pace_cert.oracle.SeparationOracle`) with FIPE (Emine et al. 2025), which
+(:class:`~pace_cert.oracle.cpsat.SeparationOracle`) with FIPE (Emine et al. 2025), which
 maximised the disagreement ``S'_y - S'_y0`` of the compressed model with a MILP.
 :class:`MilpSeparationOracle` is that baseline on HiGHS. Per ordered pair (y0, y) one
 MILP is built from numpy arrays:

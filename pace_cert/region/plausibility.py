@@ -14,7 +14,7 @@ trees); a large A means a plausible (hard to isolate) point. The region is
 scikit-learn relation (checked by the tests):
 ``IsolationForest.score_samples(x) == -2 ** (-A(x) / (n_trees * c(max_samples_)))``.
 
-Each isolation tree becomes an IR :class:`~pace_cert.ensemble.Tree` with original
+Each isolation tree becomes an IR :class:`~pace_cert.model.ensemble.Tree` with original
 feature indices, float32 thresholds (``float32_floor`` of sklearn's float64
 thresholds, which leaves every float32 comparison ``x <= thr`` unchanged) and one
 value column holding b at the leaves (0 at internal nodes). After fitting, the

@@ -21,7 +21,7 @@ and weights (:func:`size_bound`). The bound needs no solver: the witnesses are f
 by moving each sample one allowed cell along each feature (:func:`find_witnesses`).
 
 The original's labels and region membership come from the IR (whose semantics match
-onnxruntime, tested elsewhere) with the exact region masks of ``region.py``.
+onnxruntime, tested elsewhere) with the exact region masks of ``pace_cert/region/masks.py``.
 """
 
 from __future__ import annotations
