@@ -79,8 +79,8 @@ def margin_on_support(
     """:func:`solve_max_margin` on the columns of ``support`` (normalised), and its
     weights as a master solution over all learners, rescaled by 1 / rho so every row
     meets >= 1 (meaningful only when rho > 0). The margin solution's duals price the
-    columns outside the support (column growth, ``pace_cert/driver/phases/grow.py``). Raises RuntimeError as
-    :func:`solve_max_margin` does."""
+    columns outside the support (column growth, ``pace_cert/driver/phases/grow.py``).
+    Raises RuntimeError as :func:`solve_max_margin` does."""
     support = np.asarray(support, np.int64)
     sub, scale = normalise_columns(np.hstack([A[:, support], A[:, n_learners:]]), len(support))
     mm = solve_max_margin(sub, len(support), seed=seed)

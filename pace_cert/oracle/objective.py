@@ -15,7 +15,8 @@ objective. FIPE itself solved a MILP (Gurobi); here CP-SAT optimises the objecti
 that the comparison measures the formulation, not the solver.
 
 It is *not* used to certify anything: the product accepts a pair as proved only on
-CP-SAT status INFEASIBLE of the constraint model (:class:`~pace_cert.oracle.cpsat.SeparationOracle`).
+CP-SAT status INFEASIBLE of the constraint model
+(:class:`~pace_cert.oracle.cpsat.SeparationOracle`).
 """
 
 from __future__ import annotations
