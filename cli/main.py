@@ -8,6 +8,7 @@ exception family to exit codes: 0 certified/verified, 1 refuted, 2 inconclusive,
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import time
 import traceback
@@ -28,6 +29,8 @@ app = typer.Typer(
 
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one machine-readable JSON object.")]
+#: the process ends at the latest this factor times --time-limit (+ 2 s) after it started
+HARD_LIMIT_FACTOR = 1.04
 ThreadsOpt = Annotated[
     int,
     typer.Option(
@@ -47,7 +50,7 @@ def _run(fn: Callable[[], int], debug: bool) -> None:
         typer.echo(f"error: {e}", err=True)
         raise typer.Exit(e.exit_code) from None
     except KeyboardInterrupt:
-        typer.echo("interrupted; nothing was written", err=True)
+        typer.echo("interrupted", err=True)
         raise typer.Exit(130) from None
     except Exception as e:  # an internal error, not the user's input
         if debug:
@@ -136,9 +139,20 @@ def compress(
     """Compress MODEL and write OUT/compressed.onnx + OUT/certificate.json."""
 
     def body() -> int:
+        from pace_cert.guard import block_signals
+
+        old_mask = block_signals()  # before the imports that start threads (see guard.py)
+        try:
+            return _compress()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+
+    def _compress() -> int:
         from pace_cert.app import run_compress
         from pace_cert.budget import Budget, process_start
         from pace_cert.cert.certificate import bound_line
+        from pace_cert.guard import ProcessGuard
+        from pace_cert.outputs import Committed, OutputDir
         from pace_cert.settings import CompressConfig, SettingError
 
         try:  # every flag checked against the settings table (pace_cert/settings.py)
@@ -158,8 +172,21 @@ def compress(
             )
         except SettingError as e:
             raise InputError(None, str(e)) from None
-        budget = Budget.seconds(time_limit, start=process_start())  # from process start
-        res = run_compress(model, data, out, cfg, target, _progress(quiet), budget)
+        start = process_start()
+        budget = Budget.seconds(time_limit, start=start)  # counted from process start
+        hard = None if time_limit is None else start + HARD_LIMIT_FACTOR * time_limit + 2.0
+        output = OutputDir(out)
+
+        def last_words(committed: Committed | None, reason: str) -> None:
+            wrote = (
+                f"{out} holds {committed.summary}" if committed is not None else "nothing written"
+            )
+            typer.echo(f"{reason} ({time.perf_counter() - start:.0f} s); {wrote}", err=True)
+
+        with ProcessGuard(output, hard, last_words):
+            res = run_compress(
+                model, data, out, cfg, target, _progress(quiet), budget, output=output
+            )
         s = res.certificate.summary
         if as_json:
             _print_json(

@@ -17,12 +17,14 @@ from pace_cert.budget import Budget
 from pace_cert.cert.build import build_certificate
 from pace_cert.cert.certificate import Certificate, Plausibility
 from pace_cert.data import read_csv
+from pace_cert.driver.result import CompressResult
 from pace_cert.driver.runner import compress
 from pace_cert.driver.state import Progress
 from pace_cert.errors import InputError
 from pace_cert.model.onnx_reader import load_onnx, read_ensemble
-from pace_cert.model.onnx_writer import ensemble_to_onnx, write_atomic
+from pace_cert.model.onnx_writer import ensemble_to_onnx
 from pace_cert.model.runtime import loadable_session
+from pace_cert.outputs import Committed, OutputDir
 from pace_cert.settings import CompressConfig, SettingError, check_for_model
 
 
@@ -55,11 +57,15 @@ def run_compress(
     target: str = "target",
     progress: Progress | None = None,
     budget: Budget | None = None,
+    output: OutputDir | None = None,
 ) -> CompressOutcome:
     """Read the model and the training CSV, compress, write the compressed model and
     the certificate (and the plausibility artifact) to ``out_dir``. ``budget``: the
     run's time (default ``cfg.time_limit`` from now; the CLI counts it from process
-    start)."""
+    start). Inputs are checked before anything is written; from then on ``out_dir``
+    always holds a complete set (:mod:`pace_cert.outputs`): the original unchanged
+    first, then each smaller certified model as it is found. Exit code 0 when the
+    result is smaller than the original, else 2 (the original's bytes are written)."""
     original_bytes = _read_bytes(model_path)
     ensemble, info = read_ensemble(model_path)
     loadable_session(original_bytes, model_path)  # the certificate is about its labels
@@ -72,40 +78,63 @@ def run_compress(
         raise InputError(data_path, "--delta > 0 needs at least 2 training rows")
     prepare_out_dir(out_dir)
 
-    result = compress(ensemble, data.X, cfg, progress, budget)
+    output = OutputDir(out_dir) if output is None else output
+    render = _Renderer(cfg, model_path, original_bytes, info, out_dir, data)
 
-    if result.certified:
-        comp_bytes = ensemble_to_onnx(result.compressed, info).SerializeToString()
-    else:  # the original is always a valid (uncompressed) fallback
-        comp_bytes = original_bytes
-    files: dict[str, bytes] = {"compressed.onnx": comp_bytes}
-    plaus = None
-    if result.plausibility is not None:
-        from pace_cert.region.plausibility import to_json_dict
+    def publish(res: CompressResult) -> None:
+        output.commit(*render.files(res)[:2])
 
-        pbytes = (json.dumps(to_json_dict(result.plausibility), indent=1) + "\n").encode()
-        files["plausibility.json"] = pbytes
-        plaus = Plausibility(
-            path="plausibility.json",
-            sha256=hashlib.sha256(pbytes).hexdigest(),
-            n_estimators=cfg.iforest_estimators,
-            max_samples=int(result.plausibility.max_samples_used),
-            seed=cfg.seed,
+    result = compress(ensemble, data.X, cfg, progress, budget, on_improve=publish)
+    files, committed, cert = render.files(result)
+    output.commit(files, committed)
+    return CompressOutcome(committed.exit_code, cert.summary.status, out_dir, cert)
+
+
+class _Renderer:
+    """The files a result commits: the compressed model (the original's own bytes
+    unless a smaller model was certified), the plausibility artifact, the certificate."""
+
+    def __init__(self, cfg, model_path, original_bytes, info, out_dir, data) -> None:
+        self.cfg, self.model_path, self.original_bytes = cfg, model_path, original_bytes
+        self.info, self.out_dir, self.data = info, out_dir, data
+        self.original_sha = hashlib.sha256(original_bytes).hexdigest()
+
+    def files(self, result: CompressResult) -> tuple[dict[str, bytes], Committed, Certificate]:
+        cfg = self.cfg
+        if result.smaller:
+            comp_bytes = ensemble_to_onnx(result.compressed, self.info).SerializeToString()
+        else:  # nothing smaller: the original, unchanged, is the answer
+            result = result.unchanged()
+            comp_bytes = self.original_bytes
+        files: dict[str, bytes] = {}
+        plaus = None
+        if result.plausibility is not None:
+            from pace_cert.region.plausibility import to_json_dict
+
+            pbytes = (json.dumps(to_json_dict(result.plausibility), indent=1) + "\n").encode()
+            files["plausibility.json"] = pbytes
+            plaus = Plausibility(
+                path="plausibility.json",
+                sha256=hashlib.sha256(pbytes).hexdigest(),
+                n_estimators=cfg.iforest_estimators,
+                max_samples=int(result.plausibility.max_samples_used),
+                seed=cfg.seed,
+            )
+        files["compressed.onnx"] = comp_bytes
+        cert = build_certificate(
+            result,
+            cfg,
+            str(self.model_path),
+            self.original_sha,
+            str(self.out_dir / "compressed.onnx"),
+            hashlib.sha256(comp_bytes).hexdigest(),
+            plaus,
+            self.data,
         )
-    cert = build_certificate(
-        result,
-        cfg,
-        str(model_path),
-        hashlib.sha256(original_bytes).hexdigest(),
-        str(out_dir / "compressed.onnx"),
-        hashlib.sha256(comp_bytes).hexdigest(),
-        plaus,
-        data,
-    )
-    files["certificate.json"] = (cert.model_dump_json(indent=1) + "\n").encode()
-    for name, blob in files.items():  # certificate last: it is the commit point
-        write_atomic(out_dir / name, blob)
-    return CompressOutcome(0 if result.certified else 2, result.status, out_dir, cert)
+        files["certificate.json"] = (cert.model_dump_json(indent=1) + "\n").encode()  # last
+        s = cert.summary
+        line = f"{s.status}: {s.trees_before} -> {s.trees_after} trees"
+        return files, Committed(0 if result.smaller else 2, line), cert
 
 
 def _read_bytes(path: Path) -> bytes:

@@ -49,7 +49,7 @@ def seeds(zoo_model):
 
 @pytest.fixture(scope="module")
 def seeds_run(compress_run):
-    run = compress_run(*SEEDS, "--mode", "prune")
+    run = compress_run(*SEEDS, "--mode", "prune", "--eta", "0.1")  # 10 -> 9 trees
     assert run.exit_code == 0, (run.stdout, run.stderr)
     return run
 

@@ -3,7 +3,7 @@ entry, an offer to the incumbent, and the run's result."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -102,3 +102,29 @@ class CompressResult:
     merged: list[int] = field(default_factory=list)  # per compressed tree: learners summed
     original_trees: list[list[int]] = field(default_factory=list)  # per tree: original
     # trees (indices in the original) among them
+
+    @property
+    def smaller(self) -> bool:
+        """A certified model with fewer trees than the original: the only result worth
+        writing (a same-size rewrite could differ from the original outside the
+        region, e.g. at exact vote ties, and gains nothing)."""
+        return self.certified and self.compressed.n_trees < self.original.n_trees
+
+    def unchanged(self) -> CompressResult:
+        """This run's result with the original as the compressed model, uncertified:
+        what is written when nothing smaller was certified. The run's log (samples,
+        bounds, L1 values, generation) is kept."""
+        n = self.original.n_trees
+        return replace(
+            self,
+            compressed=self.original,
+            certified=False,
+            status="inconclusive",
+            proof=[],
+            e_req=0.0,
+            l0_optimal=None if self.l0_optimal is None else False,
+            weights=[float(w) for w in self.original.weights],
+            phase="",
+            merged=[1] * n,
+            original_trees=[[t] for t in range(n)],
+        )

@@ -9,6 +9,7 @@ or the original when nothing was certified.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -52,13 +53,20 @@ def compress(
     cfg: CompressConfig,
     progress: Progress | None = None,
     budget: Budget | None = None,
+    on_improve: Callable[[CompressResult], None] | None = None,
 ) -> CompressResult:
     """Run PACE in ``cfg.mode`` on ``original`` with training rows ``X`` (float32).
 
-    ``budget``: the time the run may spend (default: ``cfg.time_limit`` from now)."""
+    ``budget``: the time the run may spend (default: ``cfg.time_limit`` from now).
+    ``on_improve``: called with the run's result so far once the region is built (the
+    original, uncertified) and whenever a smaller certified model is found, so a
+    caller can keep the best one on disk."""
     if budget is None:
         budget = Budget.seconds(cfg.time_limit)
     state = RunState.create(original, X, cfg, budget, progress or (lambda _m: None))
+    if on_improve is not None:
+        state.on_improve = lambda: on_improve(snapshot(state))
+        on_improve(snapshot(state))
     state.say(
         f"original: {original.n_trees} trees, {original.n_classes} classes; "
         f"{len(state.X)} distinct samples in the region ({state.samples_dropped} rows dropped)"
@@ -68,8 +76,14 @@ def compress(
 
 
 def result(state: RunState) -> CompressResult:
-    """The run's result: the smallest certified model, or the original."""
+    """The run's result: the smallest certified model, or the original; the boundary
+    witnesses among the last samples are counted first."""
     update_witness_bound(state)
+    return snapshot(state)
+
+
+def snapshot(state: RunState) -> CompressResult:
+    """The result as it stands: the smallest certified model so far, or the original."""
     best, original = state.best, state.original
     if best is not None and (state.size_bound or 0) > best[0].model.n_trees:
         # two proofs contradict each other: one of them is wrong; write neither

@@ -96,6 +96,7 @@ class RunState:
     l1: L1State | None = None
     merge_tried: bool = False  # the merged original was offered before the L1 loop
     stats: RunStats = field(default_factory=RunStats)
+    on_improve: Callable[[], None] | None = None  # called when ``best`` changes
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -237,6 +238,8 @@ class RunState:
             if (cur.n_trees, cur.n_leaves) <= (res.model.n_trees, res.model.n_leaves):
                 return
         self.best = (res, offer.name)
+        if self.on_improve is not None:
+            self.on_improve()
 
     def best_size(self) -> int | None:
         """Trees of the smallest certified model so far (None: nothing certified)."""
