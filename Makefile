@@ -33,10 +33,10 @@ schema: $(STAMP)
 	$(BIN)/python -m pace_cert.certificate schemas/certificate.schema.json
 
 bench-quick: $(STAMP)
-	$(BIN)/python benchmarks/harness.py quick
+	$(BIN)/python -m benchmarks.harness quick
 
 bench-full: $(STAMP)
-	$(BIN)/python benchmarks/harness.py full
+	$(BIN)/python -m benchmarks.harness full
 
 clean:
 	rm -rf demo-out .pytest_cache

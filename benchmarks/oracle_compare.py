@@ -1,53 +1,56 @@
 """Constraint-based vs objective-based separation: the PACE paper's Result 1 protocol.
 
-    python benchmarks/oracle_compare.py [--quick] [--out benchmarks/results]
+    python -m benchmarks.oracle_compare [--quick] [--out benchmarks/results/profiles]
 
 For each case (dataset, random forest with n trees of depth d, seed 0) the model is
-prepared exactly as in ``harness.py`` (bundled dataset → 10 ordinal bins → stratified
+prepared exactly as in the harness (bundled dataset → 10 ordinal bins → stratified
 80/20 split → scikit-learn → skl2onnx → pace-cert's ONNX reader, checked against
-onnxruntime). Then the L1 faithful loop alone (``Pace.l1_phase`` on the original trees,
-eta = delta = 0: a global region) is run three times, side by side in the same process:
-with the product's constraint-based :class:`~pace_cert.oracle.SeparationOracle`
-(CP-SAT), with the objective-based :class:`~pace_cert.oracle_objective.ObjectiveSeparationOracle`
-(same CP-SAT model, the disagreement maximised) and with the objective-based
-:class:`~pace_cert.oracle_milp.MilpSeparationOracle` (a HiGHS MILP maximising the
-disagreement, as FIPE did with a MILP). The enumeration pre-search is switched off in
-every run, so only the separation oracles are compared; the L1 master (HiGHS) is the
-same in all, as in the paper.
+onnxruntime). Then the L1 faithful loop alone (the driver's faithful loop on the L1
+master over the original trees, eta = delta = 0: a global region) is run three times,
+side by side in the same process: with the product's constraint-based
+:class:`~pace_cert.oracle.cpsat.SeparationOracle` (CP-SAT), with the objective-based
+:class:`~pace_cert.oracle.objective.ObjectiveSeparationOracle` (same CP-SAT model, the
+disagreement maximised) and with the objective-based
+:class:`~pace_cert.oracle.milp.MilpSeparationOracle` (a HiGHS MILP maximising the
+disagreement, as FIPE did with a MILP). The numpy screen (enumeration / sample pool)
+is switched off in every run, so only the separation oracles are compared; the L1
+master (HiGHS) is the same in all, as in the paper.
 
 Writes ``<out>/oracle_compare[_quick].csv`` (one row per case) and ``.md`` (the table,
 the median ratios objective/constraint beside the paper's claim, command, date,
 machine). Both files are rewritten after every case, so a long run can be stopped. The
 last line, ``speedup: ...``, is the median T(MILP objective) / T(constraint).
-See the "Separation oracle comparison" section of ``benchmarks/README.md``.
+Results and their reading: ``docs/lab-notebook.md`` (Result 1 entries).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import io
 import os
 import re
-import shlex
 import statistics
 import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # harness and paper_values
+import numpy as np
 
-import harness
-
+from benchmarks import harness
 from pace_cert import zoo
+from pace_cert.budget import Budget
+from pace_cert.driver.loop import faithful_loop
+from pace_cert.driver.state import RunState
+from pace_cert.master.rows import MasterSolution
 from pace_cert.oracle.milp import MilpSeparationOracle
 from pace_cert.oracle.objective import ObjectiveSeparationOracle
 from pace_cert.oracle.score_model import ScoreModel
+from pace_cert.oracle.settings import OracleSettings
 from pace_cert.settings import CompressConfig
-from tests.helpers import run_state as Pace  # TODO(restructure)
 
 ORACLES = ("constraint", "objective", "milp")
 BASELINES = ("objective", "milp")  # each compared with "constraint"
@@ -68,7 +71,7 @@ PAPER_CLAIM = (
     "up to 37× in the worst case, RF n=50 d=7 (paper, Result 1: constraint-based vs "
     "FIPE's objective-based separation, time to global faithfulness of L1, 20 h limit)"
 )
-DEFAULT_OUT = Path(__file__).resolve().parent / "results"
+DEFAULT_OUT = harness.PROFILES_OUT
 
 
 @dataclass
@@ -76,8 +79,8 @@ class OracleRun:
     """One L1 faithful loop with one oracle."""
 
     status: str = "not run"  # faithful | time-limit | max-rounds | inconclusive | not run
-    seconds: float = 0.0  # wall time of l1_phase
-    cpu_seconds: float = 0.0  # process CPU time of l1_phase (all threads): robust to load
+    seconds: float = 0.0  # wall time of the L1 loop
+    cpu_seconds: float = 0.0  # process CPU time of the L1 loop (all threads): robust to load
     time_limit: float = 0.0
     rounds: int = 0  # master solves = separation calls (one per round, all pairs)
     pair_solves: int = 0  # CP-SAT separation problems (label pairs over all rounds)
@@ -152,10 +155,11 @@ class Case:
 def run_oracle(
     prep: harness.Prepared, kind: str, limit: float, threads: int, schedule: str = "parallel"
 ) -> OracleRun:
-    """L1 loop to global faithfulness with the ``kind`` oracle, enumeration disabled.
+    """L1 loop to global faithfulness with the ``kind`` oracle, the numpy screen off.
     The constraint-based oracle spreads its threads over the pairs as ``schedule`` says
     (``parallel``, like the baselines, or ``race``, the product's default: single-worker
     attempts with the LP portfolio); the baselines always run ``parallel``."""
+    settings = OracleSettings(schedule=schedule if kind == "constraint" else "parallel")
     cfg = CompressConfig.of(
         mode="prune",
         threads=threads,
@@ -163,45 +167,58 @@ def run_oracle(
         max_rounds=10**6,
         climb_steps=0,
         lazy_proofs=False,
-    )  # no pre-search of any kind, every pair to completion: the oracles alone compared
-    p = Pace(prep.original, prep.X_train, cfg)
+    ).tuned(oracle=settings)  # no pre-search of any kind, every pair to completion
+    state = RunState.create(prep.original, prep.X_train, cfg, Budget.unlimited(), print_nothing)
     baseline = {"objective": ObjectiveSeparationOracle, "milp": MilpSeparationOracle}
-    if kind in baseline:
-        p.oracle = baseline[kind](
-            p.domain, ScoreModel.from_ensemble(prep.original), p.region, seed=cfg.seed
+    if kind in baseline:  # same domain, region and hints (the screen's grid, no pool)
+        oracle = baseline[kind](
+            state.domain,
+            ScoreModel.from_ensemble(prep.original),
+            state.region,
+            seed=cfg.seed,
+            settings=settings,
+            hints=state.screen,
         )
-    p.oracle.schedule = schedule if kind == "constraint" else "parallel"  # no races
-    p.oracle.screen = lambda *a, **k: []  # measure the separation oracle only (no numpy screen)
-    if kind == "constraint":
-        p._ensure_pool()  # its points hint CP-SAT (the product's oracle); before the clock
-    p._pool_rows = None  # the baselines get no pool: the oracle was swapped before seeding
-    start = len(p.X)
+        state = dataclasses.replace(state, oracle=oracle)
+    else:
+        state.ensure_pool()  # its points hint CP-SAT (the product's oracle); before the clock
+    learners = state.learners
+
+    def solve(A: np.ndarray) -> MasterSolution:
+        return state.l1_master.solve(A, len(learners))  # the warm-started L1 master
+
+    start = len(state.X)
     t0, c0 = time.perf_counter(), time.process_time()
-    p.deadline = t0 + limit  # the clock starts here, not at Pace construction
-    res, _ = p.l1_phase(p.learners)
+    budget = Budget.seconds(limit, start=t0)  # the clock starts here, not at the state
+    # screen=False: no numpy screen (enumeration, pool, climbing): the oracle alone
+    res = faithful_loop(state, "l1", solve, learners, budget, screen=False)
     seconds = time.perf_counter() - t0
     cpu = time.process_time() - c0
     if res.certified:
         status = "faithful"
-    elif seconds >= limit or (p.remaining() or 0.0) <= 0:
+    elif seconds >= limit or budget.expired():
         status = "time-limit"
-    elif res.rounds >= cfg.max_rounds:
+    elif res.rounds >= cfg.tuning.master.max_rounds:
         status = "max-rounds"
     else:
-        status = "inconclusive"  # an UNKNOWN pair before the limit (e.g. MAX_SPURIOUS)
+        status = "inconclusive"  # an UNKNOWN pair before the limit (e.g. max_spurious)
     return OracleRun(
         status=status,
         seconds=seconds,
         cpu_seconds=cpu,
         time_limit=limit,
         rounds=res.rounds,
-        pair_solves=p.oracle.stats.solves,
-        samples=len(p.history),
-        oracle_seconds=p.oracle.stats.seconds,
+        pair_solves=state.oracle.stats.solves,
+        samples=len(state.history),
+        oracle_seconds=state.oracle.stats.seconds,
         l1_value=res.objective,
         trees=None if res.model is None else res.model.n_trees,
         start_samples=start,
     )
+
+
+def print_nothing(_message: str) -> None:
+    """The run state's progress callback: the L1 loop's rounds are not shown."""
 
 
 def run_case(
@@ -236,10 +253,6 @@ def run_case(
 
 
 # ------------------------------------------------------------------------------ report
-
-
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def median_ratio(cases: Sequence[Case], name: str = "objective") -> float | None:
@@ -298,7 +311,7 @@ def render_md(cases: Sequence[Case], command: str, started: str, args: argparse.
         f"# Separation oracle comparison (paper Result 1){' — quick' if args.quick else ''}",
         "",
         f"- command: `{command}`",
-        f"- date (UTC): started {started}, written {_now()}",
+        f"- date (UTC): started {started}, written {harness.now()}",
         "- machine: " + "; ".join(f"{k} {v}" for k, v in harness.machine_info()),
         f"- load average when written (1, 5, 15 min): {load} — the machine is shared, so "
         "absolute times are noisy; both oracles of a case run back to back in one process",
@@ -321,7 +334,7 @@ def render_md(cases: Sequence[Case], command: str, started: str, args: argparse.
             else " (pairs at once, threads // pairs workers each, as the baselines)"
         ),
         "",
-        "Protocol: random forest (seed 0) on the binned 80% split; `Pace.l1_phase` on the "
+        "Protocol: random forest (seed 0) on the binned 80% split; the L1 loop on the "
         "original trees with eta = delta = 0 (global region) until every label pair is "
         "proved INFEASIBLE, three times: with the constraint-based oracle (the product's, "
         "CP-SAT), with the objective-based one on the same CP-SAT model and parameters "
@@ -404,8 +417,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     harness.machine_info()  # the revision (and versions) this run starts from
-    command = shlex.join(["python", "benchmarks/oracle_compare.py", *(argv or sys.argv[1:])])
-    started = _now()
+    command = harness.command_line("benchmarks.oracle_compare", argv)
+    started = harness.now()
     specs = QUICK_CASES if args.quick else FULL_CASES
     cases = [Case(*s) for s in specs]
     if args.only:

@@ -1,11 +1,11 @@
 """Scaling study: time and peak memory as the forest grows in trees and in depth.
 
-    python benchmarks/scaling.py [--dataset cancer] [--trees 25,50,100,200,500]
+    python -m benchmarks.scaling [--dataset cancer] [--trees 25,50,100,200,500]
         [--depths 2,3,4,5,6,7] [--fixed-depth 3] [--fixed-trees 50] [--time-limit 120]
-        [--out benchmarks/results]
+        [--out benchmarks/results/profiles]
 
-Two sweeps on one bundled dataset (random forests, seed 0, prepared as in
-``harness.py``; confidence region eta = 0.1 by default, delta = 0): trees at a fixed
+Two sweeps on one bundled dataset (random forests, seed 0, prepared as in the
+harness; confidence region eta = 0.1 by default, delta = 0): trees at a fixed
 depth, depth at a fixed number of trees. Every measurement runs in a fresh subprocess
 so that peak RSS (``ru_maxrss``, CP-SAT's C++ memory included) belongs to that measurement alone:
 
@@ -28,17 +28,25 @@ import argparse
 import csv
 import json
 import resource
-import shlex
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+import numpy as np
 
-import harness
+from benchmarks import harness
+from pace_cert.budget import Budget
+from pace_cert.driver.runner import compress
+from pace_cert.driver.state import RunState
+from pace_cert.learners.pool import fold
+from pace_cert.oracle.score_model import ScoreModel
+from pace_cert.region.margins import required_margin
+from pace_cert.settings import CompressConfig
 
-DEFAULT_OUT = Path(__file__).resolve().parent / "results"
+DEFAULT_OUT = harness.PROFILES_OUT
+REPO = Path(__file__).resolve().parents[1]  # the subprocesses run ``-m`` from here
 FIELDS = [
     "sweep",
     "dataset",
@@ -79,16 +87,6 @@ def measure_one(
     dataset: str, trees: int, depth: int, what: str, time_limit: float, eta: float
 ) -> dict:
     """Run one measurement in this process (called in a subprocess by :func:`main`)."""
-    import harness
-    import numpy as np
-
-    from pace_cert.learners.pool import fold
-    from pace_cert.oracle.score_model import ScoreModel
-    from pace_cert.driver.runner import compress
-    from pace_cert.settings import CompressConfig
-    from tests.helpers import run_state as Pace  # TODO(restructure)
-    from pace_cert.region.margins import required_margin
-
     cfg = harness.Config(dataset, "rf", trees, depth, "prune", eta, 0.0, 0)
     prep = harness.prepare(cfg)
     base = _rss_mb()
@@ -104,11 +102,13 @@ def measure_one(
     }
     if what in ("round", "proof"):
         t0 = time.perf_counter()
-        pace = Pace(prep.original, prep.X_train, ccfg)
+        state = RunState.create(
+            prep.original, prep.X_train, ccfg, Budget.seconds(time_limit), lambda _m: None
+        )
         build = time.perf_counter() - t0
         if what == "round":
-            sol = pace.l1_master.solve(pace.matrix(pace.learners), len(pace.learners))
-            cand, _ = pace.candidate(sol, pace.learners)
+            sol = state.l1_master.solve(state.matrix(state.learners), len(state.learners))
+            cand, _ = state.candidate(sol, state.learners)
         else:  # every original tree at its own weight: all pairs must be proved
             o = prep.original
             w = np.asarray(o.weights, float)
@@ -116,8 +116,11 @@ def measure_one(
                 list(o.trees), w, o.base, o.classes, ["original"] * o.n_trees, o.n_features, 0
             )
         t1 = time.perf_counter()
-        res = pace.oracle.separate(
-            ScoreModel.from_ensemble(cand), required_margin(cand), threads=2, time_limit=time_limit
+        res = state.oracle.separate(
+            ScoreModel.from_ensemble(cand),
+            required_margin(cand),
+            threads=2,
+            budget=Budget.seconds(time_limit),
         )
         sep = time.perf_counter() - t1
         row |= {
@@ -148,7 +151,8 @@ def measure_one(
 def run_point(dataset, trees, depth, what, time_limit, eta) -> dict:
     cmd = [
         sys.executable,
-        __file__,
+        "-m",
+        "benchmarks.scaling",
         "--one",
         f"{dataset},{trees},{depth},{what}",
         "--time-limit",
@@ -157,7 +161,7 @@ def run_point(dataset, trees, depth, what, time_limit, eta) -> dict:
         str(eta),
     ]
     # generous wall cap: data preparation and model building are outside the limit
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=time_limit * 3 + 600)
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=time_limit * 3 + 600, cwd=REPO)
     if p.returncode != 0:
         err = (p.stderr.strip().splitlines() or ["?"])[-1]
         return {
@@ -259,12 +263,8 @@ def main(argv=None) -> int:
         ds, n, d, what = args.one.split(",")
         print(json.dumps(measure_one(ds, int(n), int(d), what, args.time_limit, args.eta)))
         return 0
-    from datetime import UTC, datetime
-
     started = datetime.now(UTC).isoformat(timespec="seconds")
-    command = shlex.join(
-        ["python", "benchmarks/scaling.py", *(sys.argv[1:] if argv is None else argv)]
-    )
+    command = harness.command_line("benchmarks.scaling", argv)
     whats = args.what.split(",")
     points = [("trees", int(n), args.fixed_depth) for n in args.trees.split(",")]
     points += [("depth", args.fixed_trees, int(d)) for d in args.depths.split(",")]

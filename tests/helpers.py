@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
-import sys
-from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import onnx
@@ -156,18 +152,6 @@ def tec_model(
     return helper.make_model(
         g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)]
     )
-
-
-def benchmark_module(name: str) -> Iterator[ModuleType]:
-    """Yield ``benchmarks/<name>.py`` imported as a module (its directory on sys.path
-    while in use, as the scripts import each other by name); for a fixture's
-    ``yield from``."""
-    bench = str(Path(__file__).resolve().parents[1] / "benchmarks")
-    sys.path.insert(0, bench)
-    try:
-        yield importlib.import_module(name)
-    finally:
-        sys.path.remove(bench)
 
 
 def stump(f: int, th: float) -> Tree:

@@ -1,4 +1,4 @@
-"""benchmarks/harness.py: the onnxruntime agreement checks of a certified result."""
+"""benchmarks/harness (run.py): the onnxruntime agreement checks of a certified result."""
 
 from __future__ import annotations
 
@@ -7,19 +7,13 @@ import dataclasses
 import numpy as np
 import pytest
 
+from benchmarks import harness
 from pace_cert.driver.runner import compress
-from pace_cert.region.masks import probe_points
+from pace_cert.region.masks import probe_points, region_mask
 from pace_cert.settings import CompressConfig
 
-from .helpers import benchmark_module
 
-
-@pytest.fixture(scope="module")
-def harness():
-    yield from benchmark_module("harness")
-
-
-def test_global_check_covers_the_region_not_near_ties(harness):
+def test_global_check_covers_the_region_not_near_ties():
     """fico RF 50 stumps, seed 2, prune: the certified model differs from the original on
     one test row whose original vote is 0.5 / 0.50000769, inside the runtime guard, so
     outside the region. The global check accepts that row, and still catches a model
@@ -42,7 +36,7 @@ def test_global_check_covers_the_region_not_near_ties(harness):
 
 
 @pytest.fixture(scope="module")
-def regional(harness):
+def regional():
     """compas RF 25 x depth 2, eta = delta = 0.1, prune: a certified regional result."""
     cfg = harness.Config("compas", "rf", 25, 2, "prune", 0.1, 0.1, 0)
     prep = harness.prepare(cfg)
@@ -51,18 +45,18 @@ def regional(harness):
     return cfg, prep, res
 
 
-def test_region_probe_reaches_region_points_that_are_no_data_rows(harness, regional):
+def test_region_probe_reaches_region_points_that_are_no_data_rows(regional):
     _, prep, res = regional
     P = probe_points(prep.X_train, harness.PROBE_POINTS, 0)
     for f in range(P.shape[1]):  # every coordinate is a value the feature takes
         assert np.isin(P[:, f], prep.X_train[:, f]).all()
-    inside = P[harness.region_mask(prep.original, res.region.margin, res.plausibility, P)]
+    inside = P[region_mask(prep.original, res.region.margin, res.plausibility, P)]
     rows = {r.tobytes() for r in prep.X_train}
     new = sum(p.tobytes() not in rows for p in inside)
     assert new >= 1000  # the check covers the region beyond the training rows
 
 
-def test_regional_check_catches_a_model_that_disagrees_in_the_region(harness, regional):
+def test_regional_check_catches_a_model_that_disagrees_in_the_region(regional):
     cfg, prep, res = regional
     assert {"regional-faithful", "region-probe"} <= set(harness.check_compressed(cfg, prep, res))
     one_label = dataclasses.replace(res.compressed, base=np.array([0.0, 1e6]))  # always 1

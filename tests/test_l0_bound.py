@@ -1,4 +1,4 @@
-"""benchmarks/l0_bound.py: its lower bound never exceeds the true minimum pruning.
+"""benchmarks/studies/l0_bound.py: its lower bound never exceeds the true minimum pruning.
 
 On a grid small enough to list every input, brute force over all subsets of trees
 gives the smallest faithful pruning (some weighting meets every input in the region);
@@ -14,6 +14,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from benchmarks.studies import l0_bound
 from pace_cert import zoo
 from pace_cert.driver.runner import compress
 from pace_cert.learners.pool import leaf_values
@@ -22,13 +23,8 @@ from pace_cert.model.onnx_reader import ensemble_from_model
 from pace_cert.region.masks import margin_mask, plausibility_mask
 from pace_cert.settings import CompressConfig
 
-from .helpers import benchmark_module, small_problem
+from .helpers import small_problem
 from .test_l0_cover import _min_support_brute
-
-
-@pytest.fixture(scope="module")
-def l0_bound():
-    yield from benchmark_module("l0_bound")
 
 
 def _true_minimum(original, res) -> int:
@@ -45,7 +41,7 @@ def _true_minimum(original, res) -> int:
 
 @pytest.mark.parametrize("seed", [1, 2, 5, 6, 7])
 @pytest.mark.parametrize("n_classes", [2, 3])
-def test_bound_is_below_the_true_minimum_pruning(l0_bound, seed, n_classes):
+def test_bound_is_below_the_true_minimum_pruning(seed, n_classes):
     X, y = small_problem(seed, n_features=4, n_classes=n_classes, n_rows=200)
     m = zoo.make_model("rf", 10, 2, seed).fit(X, y)
     original, _ = ensemble_from_model(zoo.export_onnx(m, 4))

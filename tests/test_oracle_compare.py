@@ -4,22 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from .helpers import benchmark_module
+from benchmarks import oracle_compare as oc
 
 
-@pytest.fixture(scope="module")
-def oc():
-    yield from benchmark_module("oracle_compare")
-
-
-def test_oracles_option_always_runs_the_constraint_oracle(oc):
+def test_oracles_option_always_runs_the_constraint_oracle():
     assert oc.parse_args(["--oracles", "milp"]).oracles == ["constraint", "milp"]
     assert oc.parse_args([]).oracles == list(oc.ORACLES)
     with pytest.raises(SystemExit):
         oc.parse_args(["--oracles", "constraint,gurobi"])
 
 
-def test_constraint_schedule_option_and_report(oc):
+def test_constraint_schedule_option_and_report():
     """The constraint oracle's pair schedule is a choice, parallel by default (like the
     baselines), and the report says which one ran."""
     assert oc.parse_args([]).constraint_schedule == "parallel"
@@ -33,7 +28,7 @@ def test_constraint_schedule_option_and_report(oc):
         assert f"constraint oracle's pair schedule: {sched} (" in md
 
 
-def test_report_of_a_run_without_the_objective_oracle(oc):
+def test_report_of_a_run_without_the_objective_oracle():
     """A case where only the constraint and MILP oracles ran: the MILP ratio is exact,
     the objective one is absent, and the table carries CPU seconds."""
     case = oc.Case("compas", 50, 7, 12, 2, 118)
@@ -49,6 +44,6 @@ def test_report_of_a_run_without_the_objective_oracle(oc):
     assert "400.0" in row and "not run" in row
 
 
-def test_machine_info_is_taken_once(oc):
+def test_machine_info_is_taken_once():
     """The revision in a report is the one the run started from."""
     assert oc.harness.machine_info() is oc.harness.machine_info()

@@ -1,4 +1,4 @@
-"""benchmarks/tree_bound.py: its search for one or two label-pure depth-2 trees agrees
+"""benchmarks/studies/tree_bound.py: its search for one or two label-pure depth-2 trees agrees
 with brute force over every tree and every pair of trees (no split-subset pruning)."""
 
 from __future__ import annotations
@@ -8,19 +8,14 @@ import itertools
 import numpy as np
 import pytest
 
-from .helpers import benchmark_module
-
-
-@pytest.fixture(scope="module")
-def tb():
-    yield from benchmark_module("tree_bound")
+from benchmarks.studies import tree_bound as tb
 
 
 def _grid(levels: tuple[int, ...]) -> np.ndarray:
     return np.array(list(itertools.product(*[range(v) for v in levels])), np.float32)
 
 
-def _planted(tb, X: np.ndarray, n_trees: int, seed: int) -> np.ndarray:
+def _planted(X: np.ndarray, n_trees: int, seed: int) -> np.ndarray:
     """Labels of a random additive model of ``n_trees`` depth-2 trees over X's splits."""
     rng = np.random.default_rng(seed)
     S = np.array([X[:, f] <= t for f, t in tb.splits_of(X)])
@@ -31,7 +26,7 @@ def _planted(tb, X: np.ndarray, n_trees: int, seed: int) -> np.ndarray:
     return (score > np.median(score)).astype(np.int64)
 
 
-def _brute(tb, X: np.ndarray, y: np.ndarray) -> tuple[bool, bool]:
+def _brute(X: np.ndarray, y: np.ndarray) -> tuple[bool, bool]:
     """(some single tree is pure, some pair is pure and additive), every tree listed."""
     S = np.array([X[:, f] <= t for f, t in tb.splits_of(X)])
     trees = tb._trees(tuple(range(len(S))))
@@ -50,10 +45,10 @@ def _brute(tb, X: np.ndarray, y: np.ndarray) -> tuple[bool, bool]:
 
 
 @pytest.mark.parametrize("n_trees,seed", [(1, 0), (2, 1), (2, 2), (3, 3), (3, 4)])
-def test_tree_search_agrees_with_brute_force(tb, n_trees, seed):
+def test_tree_search_agrees_with_brute_force(n_trees, seed):
     X = _grid((3, 3, 3, 2))  # 7 splits: 7 six-split subsets to prune with
-    y = _planted(tb, X, n_trees, seed)
-    one, two = _brute(tb, X, y)
+    y = _planted(X, n_trees, seed)
+    one, two = _brute(X, y)
     assert (tb.one_tree(X, y) is not None) == one
     pair, _, _ = tb.two_trees(X, y)
     assert (pair is not None) == two
@@ -65,8 +60,8 @@ def test_tree_search_agrees_with_brute_force(tb, n_trees, seed):
         assert tb._pure(joint, y, 16, 2)
 
 
-def test_tree_search_outcomes_are_mixed(tb):
+def test_tree_search_outcomes_are_mixed():
     """The brute-force cases above are not all one outcome (the test could not fail)."""
     X = _grid((3, 3, 3, 2))
-    outcomes = {_brute(tb, X, _planted(tb, X, n, s)) for n, s in [(1, 0), (2, 1), (3, 3), (3, 4)]}
+    outcomes = {_brute(X, _planted(X, n, s)) for n, s in [(1, 0), (2, 1), (3, 3), (3, 4)]}
     assert len(outcomes) >= 2

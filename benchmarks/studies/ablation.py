@@ -1,9 +1,9 @@
 """Before/after ratios of the speed-ups, measured side by side in one run.
 
-    python benchmarks/ablation.py [--out benchmarks/results] [--time-limit 120]
+    python -m benchmarks.studies.ablation [--out benchmarks/results/studies] [--time-limit 120]
 
 Each case (dataset, n, depth, mode, eta, delta; random forest, seed 0, prepared as in
-``harness.py``) is compressed once per variant, back to back in one process:
+the harness) is compressed once per variant, back to back in one process:
 
 * ``default``: the product as shipped;
 * ``no-neighbours``: without the one-cell-move samples added around CP-SAT points;
@@ -17,19 +17,13 @@ from __future__ import annotations
 
 import argparse
 import csv
-import shlex
 import sys
 import time
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import harness
-
+from benchmarks import harness
 from pace_cert.driver.runner import compress
-
 from pace_cert.settings import CompressConfig
 
 CASES = (  # cases that converge within minutes on 2 cores (see profile.md for the rest)
@@ -38,7 +32,7 @@ CASES = (  # cases that converge within minutes on 2 cores (see profile.md for t
     ("fico", 50, 2, "pace", 0.1, 0.1),
     ("compas", 50, 3, "prune", 0.1, 0.0),
 )
-VARIANTS = {
+VARIANTS = {  # tuning fields (CompressConfig.of) changed from the shipped defaults
     "default": {},
     "no-neighbours": {"neighbours": 0},
     "mip-weights": {"robust_weights": False},
@@ -49,9 +43,8 @@ VARIANTS = {
 def run(case, variant: str, time_limit: float) -> dict:
     ds, n, d, mode, eta, delta = case
     prep = harness.prepare(harness.Config(ds, "rf", n, d, mode, eta, delta, 0))
-    cfg = replace(
-        CompressConfig.of(mode=mode, eta=eta, delta=delta, time_limit=time_limit, seed=0),
-        **VARIANTS[variant],
+    cfg = CompressConfig.of(
+        mode=mode, eta=eta, delta=delta, time_limit=time_limit, seed=0, **VARIANTS[variant]
     )
     rounds = []
     t0 = time.perf_counter()
@@ -70,11 +63,10 @@ def run(case, variant: str, time_limit: float) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", type=Path, default=harness.DEFAULT_OUT)
+    p.add_argument("--out", type=Path, default=harness.STUDIES_OUT, help="results directory")
     p.add_argument("--time-limit", type=float, default=120.0)
     args = p.parse_args(argv)
-    given = sys.argv[1:] if argv is None else argv
-    command = shlex.join(["python", "benchmarks/ablation.py", *given])
+    command = harness.command_line("benchmarks.studies.ablation", argv)
     started = datetime.now(UTC).isoformat(timespec="seconds")
     rows = []
     for case in CASES:

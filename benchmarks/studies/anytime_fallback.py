@@ -3,16 +3,17 @@
 On the real-valued Table-2 forests the L0 loop of a 100 s prune rarely certifies within
 its share of the time (every optimal support of the samples is refuted in turn), so the
 returned model comes from the fallback that follows it. This runs prune (random
-forests, depth 2, eta = delta = 0.1, the harness's preprocessing) with
-``CompressConfig.fallback`` = ``reweight`` (reweighted L1 only) beside ``grow``
-(reweighted L1, then column growth from the L0 loop's last support,
-``Pace.grow_phase``), or other ``--variant``s (CompressConfig overrides), rotating their
-order per case in one process, and reports the size of the returned certified model,
-the phase that produced it and the wall time.
+forests, depth 2, eta = delta = 0.1, the harness's preprocessing) with the L0
+tuning's ``fallback`` = ``reweight`` (reweighted L1 only) beside ``grow`` (reweighted
+L1, then column growth from the L0 loop's last support,
+``pace_cert/driver/phases/grow.py``), or other ``--variant``s (settings by their
+names, as ``CompressConfig.of`` takes them), rotating their order per case in one
+process, and reports the size of the returned certified model, the phase that
+produced it and the wall time.
 
-    python benchmarks/anytime_fallback.py --time-limit 100 --seeds 0,1,2 \\
+    python -m benchmarks.studies.anytime_fallback --time-limit 100 --seeds 0,1,2 \\
         --case cancer:25 --case seeds:25 --case diabetes:50 \\
-        --out benchmarks/results/anytime_fallback.md
+        --out benchmarks/results/studies/anytime_fallback.md
 
 Model seeds vary the forest (and its 80/20 split); ``compress`` always runs with seed 0.
 Single 100 s runs swing by several trees on the same configuration, so compare means
@@ -22,33 +23,41 @@ over several seeds, not single cells.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import harness
-
+from benchmarks import harness
 from pace_cert.driver.runner import compress
-
-from pace_cert.settings import CompressConfig
+from pace_cert.settings import TUNING_FIELDS, CompressConfig, SettingError
 
 DEFAULT_VARIANTS = ("reweight:fallback=reweight", "grow:fallback=grow")
 
 
+def setting_default(key: str) -> Any:
+    """The shipped value of setting ``key``: a user field of :class:`CompressConfig` or
+    a tuning field (by its own name); :class:`SettingError` for any other name."""
+    cfg = CompressConfig()
+    if key in TUNING_FIELDS:
+        return getattr(getattr(cfg.tuning, TUNING_FIELDS[key]), key)
+    if key != "tuning" and key in {f.name for f in dataclasses.fields(CompressConfig)}:
+        return getattr(cfg, key)
+    raise SettingError(key, "is not a setting")
+
+
 def parse_variant(text: str) -> tuple[str, dict]:
-    """``NAME:key=value,key=value`` -> (NAME, CompressConfig overrides); values are
-    converted to the type of the field's default (bools from true/false, a None
-    default such as ``time_limit`` as a float)."""
+    """``NAME:key=value,key=value`` -> (NAME, settings for ``CompressConfig.of``);
+    values are converted to the type of the setting's default (bools from true/false, a
+    None default such as ``time_limit`` as a float)."""
     name, _, spec = text.partition(":")
     over: dict = {}
     for item in filter(None, spec.split(",")):
         key, _, value = item.partition("=")
-        default = getattr(CompressConfig, key)  # AttributeError names an unknown field
+        default = setting_default(key)  # SettingError names an unknown setting
         if isinstance(default, bool):  # bool("false") would be True
             if value.lower() not in ("true", "false"):
                 raise ValueError(f"{key} takes true or false, got {value!r}")
@@ -101,11 +110,10 @@ def report(
     lines = [
         "# Anytime fallback after an unconverged L0 loop (`anytime_fallback.py`)",
         "",
-        f"- command: `python benchmarks/anytime_fallback.py {' '.join(sys.argv[1:])}`",
+        f"- command: `{harness.command_line('benchmarks.studies.anytime_fallback')}`",
         f"- date (UTC): {started} (pace_cert {rev})",
         f"- prune, random forests depth 2, eta = delta = 0.1; {args.time_limit:g} s per run, "
-        "2 threads; variants (name:CompressConfig overrides) in rotating order per case: "
-        + variants,
+        "2 threads; variants (name:setting overrides) in rotating order per case: " + variants,
         "",
         "Each cell: S (trees of the returned certified model), the phase that produced it, "
         "wall seconds. Phases: l1 (the L1 model), l0 (the L0 loop converged), "
@@ -146,8 +154,9 @@ def main() -> None:
         "cancer:25, seeds:25, diabetes:50)",
     )  # fmt: skip
     ap.add_argument(
-        "--variant", action="append", default=[], help="NAME:key=value,... CompressConfig "
-        "overrides (repeatable; the first is the baseline; default: "
+        "--variant", action="append", default=[], help="NAME:key=value,... setting "
+        "overrides, by CompressConfig.of's names (repeatable; the first is the baseline; "
+        "default: "
         + " and ".join(DEFAULT_VARIANTS) + ")",
     )  # fmt: skip
     ap.add_argument("--out", type=Path, default=None, help="Markdown report (default: stdout)")

@@ -1,13 +1,15 @@
 """Mean wall time of ``compress`` on one table (a) configuration (RF or AdaBoost, n = 50,
 depth 1, eta = delta = 0), repeated in one process: for runs of ~0.1 s, where a single
-timing is mostly noise. Uses the pace_cert found under ROOT, like ``table_a_runs.py``:
+timing is mostly noise. Uses the pace_cert of the tree it is run from, like
+``table_a_runs.py``:
 
     git worktree add /tmp/before <rev>
-    PYTHONPATH=/tmp/before python benchmarks/compress_repeat.py /tmp/before rf cancer prune 0
-    PYTHONPATH=. python benchmarks/compress_repeat.py . rf cancer prune 0
+    (cd /tmp/before && python -m benchmarks.studies.compress_repeat rf cancer prune 0 20)
+    python -m benchmarks.studies.compress_repeat rf cancer prune 0 20
 
-Prints the configuration, the mean and median of N timed runs (after two untimed
-warm-up runs) and the size of the returned model.
+Arguments: FAMILY DATASET MODE SEED [N, default 20]. Prints the configuration, the mean
+and median of N timed runs (after two untimed warm-up runs) and the size of the
+returned model.
 """
 
 from __future__ import annotations
@@ -15,22 +17,17 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from pathlib import Path
+
+from benchmarks.harness import Config, prepare
+from benchmarks.studies.table_a_runs import same_tree
+from pace_cert.driver.runner import compress
+from pace_cert.settings import CompressConfig
 
 
-def main(root: str, family: str, dataset: str, mode: str, seed: str, n: str = "20") -> None:
-    base = Path(root).resolve()
-    sys.path[:0] = [str(base / "benchmarks"), str(base)]
-    import harness as h  # from ROOT, on purpose
-
-    import pace_cert
-    from pace_cert.driver.runner import compress
-    from pace_cert.settings import CompressConfig
-
-    if not Path(pace_cert.__file__).resolve().is_relative_to(base):
-        raise SystemExit(f"pace_cert comes from {pace_cert.__file__}, not {base}")
-    cfg = h.Config(dataset, family, 50, 1, mode, 0.0, 0.0, int(seed))
-    prep = h.prepare(cfg)
+def main(family: str, dataset: str, mode: str, seed: str, n: str = "20") -> None:
+    same_tree()
+    cfg = Config(dataset, family, 50, 1, mode, 0.0, 0.0, int(seed))
+    prep = prepare(cfg)
     comp = CompressConfig.of(mode=mode, seed=int(seed), threads=2, time_limit=300.0)
     times = []
     for i in range(int(n) + 2):
@@ -46,4 +43,4 @@ def main(root: str, family: str, dataset: str, mode: str, seed: str, n: str = "2
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:7])
+    main(*sys.argv[1:6])

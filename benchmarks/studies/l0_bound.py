@@ -7,9 +7,9 @@ stated region (the exact masks the certificate's region uses: domain, original m
 > eta, plausibility >= delta_abs; CP-SAT samples may sit in the rounding slack just
 outside and are dropped) are rows any faithful pruning must meet. The minimum number
 of original trees whose weighted vote meets them all -- the L0 optimum on those rows,
-solved by the cover of ``l0_cover.py`` without big-M -- is therefore a lower bound on
-the size of every faithful pruning of the forest in this region, whatever the
-algorithm. Where it exceeds the paper's prune-only S, the paper's size cannot be
+solved by the cover of ``pace_cert/master/l0_cover.py`` without big-M -- is therefore
+a lower bound on the size of every faithful pruning of the forest in this region,
+whatever the algorithm. Where it exceeds the paper's prune-only S, the paper's size cannot be
 reached by pruning in our region; the gap to our certified S is what our search
 leaves on the table at the cap.
 
@@ -17,8 +17,8 @@ The bound rests on HiGHS' floating-point LP deciding that a support cannot meet 
 rows with normalised margin above 1e-9 (``l0_cover.FEASIBLE_RHO``): a benchmark
 statement, not a certificate.
 
-    python benchmarks/l0_bound.py --time-limit 100 --bound-limit 300 \
-        --out benchmarks/results/l0_bound.md
+    python -m benchmarks.studies.l0_bound --time-limit 100 --bound-limit 300 \
+        --out benchmarks/results/studies/l0_bound.md
 """
 
 from __future__ import annotations
@@ -31,17 +31,15 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import harness
-import paper_values as pv
-
+from benchmarks import harness
+from benchmarks.harness import paper_values as pv
+from pace_cert.budget import Budget
+from pace_cert.driver.runner import compress
 from pace_cert.learners.pool import leaf_values
 from pace_cert.master.l0_cover import L0Cover
 from pace_cert.master.rows import margin_rows
-from pace_cert.driver.runner import compress
-from pace_cert.settings import CompressConfig
 from pace_cert.region.masks import margin_mask, plausibility_mask
+from pace_cert.settings import CompressConfig
 
 CASES = [(ds, n) for ds in ("cancer", "diabetes", "seeds") for n in (25, 50, 100)]
 
@@ -77,7 +75,7 @@ def lower_bound(original, X: np.ndarray, limit: float) -> tuple[int, bool, float
     A = margin_rows(leaf_values(list(original.trees), X), y0)
     cover = L0Cover(original.n_trees, original.n_classes - 1, seed=0)
     t0 = time.perf_counter()
-    sol = cover.solve(A, deadline=t0 + limit)
+    sol = cover.solve(A, budget=Budget.seconds(limit, start=t0))
     seconds = time.perf_counter() - t0
     if sol.optimal:
         return round(sol.objective), True, seconds
@@ -111,7 +109,7 @@ def render(rows: list[Bound], command: str, time_limit: float) -> str:
         "# Lower bounds on prune-only sizes in our region (`l0_bound.py`)",
         "",
         f"- command: `{command}`",
-        f"- date (UTC): {harness._now()}",
+        f"- date (UTC): {harness.now()}",
         "- random forests, depth 2, eta = delta = 0.1, seed 0, harness preprocessing; "
         f"prune runs capped at {time_limit:g} s",
         "",
@@ -156,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
         rows.append(b)
-    harness.emit_report(render(rows, "python " + " ".join(sys.argv), args.time_limit), args.out)
+    command = harness.command_line("benchmarks.studies.l0_bound", argv)
+    harness.emit_report(render(rows, command, args.time_limit), args.out)
     return 0
 
 

@@ -1,36 +1,41 @@
 """L0 masters on distinct vs minimal margin rows, on the rows real prune runs produce.
 
 For each case (dataset, RF n_estimators x depth 2, eta = delta = 0.1, seed 0, prepared
-as in ``harness.py``) a prune run records the full margin matrix of every L0 master call
-(the driver reduces it with ``minimal_rows``). Then, in the same process, every
-recorded matrix is solved from scratch with each master (gurobipy's big-M MILP when
-installed, and the cover, one kept across calls as in the driver) on its distinct rows
-(``distinct_rows``, the driver before) and on its minimal rows (no row another
-implies), the two in alternating order. Same per-solve limit, no warm start. Reported:
-rows, seconds, and whether the optimal sizes agree (they must: the feasible set is the
-same).
+as in the harness) the prune steps that produce L0 problems run within
+``--time-limit``: the L1 loop on the original trees, then the L0 loop on them with the
+driver's L0 master (:class:`pace_cert.driver.l0_master.L0Master`, which reduces each
+matrix with ``minimal_rows``; no anytime fallbacks), the full margin matrix of every
+call of the L0 master recorded as the faithful loop hands it over. Then, in the same
+process, every recorded matrix is solved from scratch with each master (gurobipy's
+big-M MILP when installed, and the cover, one kept across calls as in the driver) on
+its distinct rows (``distinct_rows``, the driver before) and on its minimal rows (no
+row another implies), the two in alternating order. Same per-solve limit, no warm
+start. Reported: rows, seconds, and whether the optimal sizes agree (they must: the
+feasible set is the same).
 
-    python benchmarks/l0_rows.py --time-limit 60 --out benchmarks/results/l0_rows.md
+    python -m benchmarks.studies.l0_rows --time-limit 60 \
+        --out benchmarks/results/studies/l0_rows.md
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import harness
-
+from benchmarks import harness
+from pace_cert.budget import Budget
+from pace_cert.driver.l0_master import L0Master
+from pace_cert.driver.loop import faithful_loop
+from pace_cert.driver.phases.l1 import l1_loop
+from pace_cert.driver.result import Offer
+from pace_cert.driver.state import RunState
 from pace_cert.master.l0_bigm import gurobi_available, solve_l0_gurobi
 from pace_cert.master.l0_cover import L0Cover
 from pace_cert.master.l1 import solve_l1
-from pace_cert.master.rows import distinct_rows, minimal_rows
-from pace_cert.driver.runner import compress
+from pace_cert.master.rows import MasterSolution, distinct_rows, minimal_rows
 from pace_cert.settings import CompressConfig
 
 CASES = [("seeds", 25), ("cancer", 25), ("diabetes", 25), ("diabetes", 50)]
@@ -38,23 +43,27 @@ SOLVE_LIMIT = 30.0  # seconds per replayed solve (the driver's l0_time_limit)
 
 
 def record_calls(ds: str, n: int, time_limit: float) -> tuple[list[np.ndarray], int, int]:
-    """The full margin matrix of every L0 master call of one prune run, its learner
-    count and the certified size it returned (-1: none)."""
+    """The full margin matrix of every L0 master call of the L1 then L0 loops on one
+    case, its learner count and the size of the smallest model they certified (-1:
+    none)."""
     prep = harness.prepare(harness.Config(ds, "rf", n, 2, "prune", 0.1, 0.1, 0))
+    cfg = CompressConfig.of(mode="prune", eta=0.1, delta=0.1, time_limit=time_limit)
+    budget = Budget.seconds(time_limit)
+    state = RunState.create(prep.original, prep.X_train, cfg, budget, lambda _m: None)
+    T = prep.original.n_trees
+    l1, sol = l1_loop(state, state.learners, budget)
+    if not l1.certified or sol is None:
+        return [], T, -1
+    state.offer(Offer(l1, "l1"))
+    master = L0Master(state, state.learners, sol.objective, np.r_[sol.weights, sol.offsets[1:]])
     seen: list[np.ndarray] = []
-    reduce = minimal_rows
 
-    def recorded(A: np.ndarray, n_learners: int) -> np.ndarray:
+    def recorded(A: np.ndarray) -> MasterSolution:
         seen.append(A.copy())
-        return reduce(A, n_learners)
+        return master.solve(A, budget)
 
-    minimal_rows = recorded
-    try:
-        cfg = CompressConfig.of(mode="prune", eta=0.1, delta=0.1, time_limit=time_limit)
-        res = compress(prep.original, prep.X_train, cfg)
-    finally:
-        minimal_rows = reduce
-    return seen, prep.original.n_trees, res.compressed.n_trees if res.certified else -1
+    state.offer(Offer(faithful_loop(state, "l0", recorded, state.learners, budget), "l0"))
+    return seen, T, state.best_size() or -1
 
 
 def timed(fn) -> tuple[float, object]:
@@ -78,18 +87,20 @@ def replay(calls: list[np.ndarray], T: int, k: int) -> dict[str, list[tuple[floa
                     lambda R=R, m=big_m: solve_l0_gurobi(R, T, m, time_limit=SOLVE_LIMIT)
                 )
                 out.setdefault(f"milp {name}", []).append((s, sol.objective, sol.optimal))
-            dl = time.perf_counter() + SOLVE_LIMIT
-            s, sol = timed(lambda R=R, n=name, dl=dl: covers[n].solve(R, deadline=dl))
+            b = Budget.seconds(SOLVE_LIMIT)
+            s, sol = timed(lambda R=R, n=name, b=b: covers[n].solve(R, budget=b))
             out.setdefault(f"cover {name}", []).append((s, sol.objective, sol.optimal))
     return out
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--time-limit", type=float, default=60.0, help="seconds of each prune run")
+    p.add_argument(
+        "--time-limit", type=float, default=60.0, help="seconds for the L1 and L0 loops per case"
+    )
     p.add_argument("--only", default="", help="substring of 'dataset-nN'")
     p.add_argument("--out", type=Path, default=None, help="write a Markdown report here")
-    args = p.parse_args()
+    args = p.parse_args(argv)
     info = harness.machine_info()
     lines = [
         "| case | L0 calls | rows: all → distinct → minimal (last call) | master "
@@ -107,9 +118,7 @@ def main() -> int:
         k = calls[0].shape[1] - T
         res = replay(calls, T, k)
         last = calls[-1]
-        shape = (
-            f"{len(last)} → {len(distinct_rows(last))} → {len(minimal_rows(last, T))}"
-        )
+        shape = f"{len(last)} → {len(distinct_rows(last))} → {len(minimal_rows(last, T))}"
         for solver in ("milp", "cover"):
             d, m = res.get(f"{solver} distinct"), res.get(f"{solver} minimal")
             if d is None or m is None:
@@ -118,7 +127,7 @@ def main() -> int:
             both = [(a, b) for a, b in zip(d, m) if a[2] and b[2]]
             equal = sum(a[1] == b[1] for a, b in both)
             lines.append(
-                f"| {name} (prune: {size} trees) | {len(calls)} | {shape} | {solver} "
+                f"| {name} (L1 + L0 loops: {size} trees) | {len(calls)} | {shape} | {solver} "
                 f"| {td:.1f} | {tm:.1f} | {td / tm:.2f}x | {equal}/{len(both)} both optimal "
                 f"| {sum(not r[2] for r in d)} / {sum(not r[2] for r in m)} |"
             )
@@ -126,10 +135,12 @@ def main() -> int:
     if args.out:
         head = harness.report_head(
             "L0 masters on distinct vs minimal margin rows",
-            "l0_rows.py",
+            "benchmarks.studies.l0_rows",
             [f"{k}: {v}" for k, v in info],
             __doc__,
+            argv,
         )
+        args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text("\n".join(head + lines) + "\n")
     return 0
 

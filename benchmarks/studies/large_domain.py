@@ -1,16 +1,18 @@
 """Side-by-side ratios for the two large-domain speed-ups, measured in one run.
 
-    python benchmarks/large_domain.py [--out benchmarks/results] [--dataset cancer --n 25]
+    python -m benchmarks.studies.large_domain [--out benchmarks/results/studies]
+        [--dataset cancer --n 25]
 
 On a dataset whose cell domain is too large to enumerate (random forest, depth 2,
-eta = delta = 0.1, seed 0, prepared as in ``harness.py``):
+eta = delta = 0.1, seed 0, prepared as in the harness):
 
 1. **Screening pool**: the L1 loop on the original trees until every pair is proved
-   (``Pace.l1_phase``), with the numpy pool screen (default) and without it
-   (``pool_per_row=0``): wall seconds, rounds, CP-SAT rounds.
+   (``pace_cert.driver.phases.l1.l1_loop``), with the numpy pool screen (default) and
+   without it (``pool_per_row=0``): wall seconds, rounds, CP-SAT rounds.
 2. **L0 solvers**: the first L0 problem of the prune phase (the matrix after the L1
    loop, the L1 weights as warm start), solved by gurobipy's big-M MILP (when
-   installed), HiGHS' big-M MILP and the cover (``l0_cover.py``): seconds and support.
+   installed), HiGHS' big-M MILP and the cover (``pace_cert/master/l0_cover.py``):
+   seconds and support.
 
 Writes ``<out>/large_domain.md``.
 """
@@ -18,18 +20,16 @@ Writes ``<out>/large_domain.md``.
 from __future__ import annotations
 
 import argparse
-import shlex
-import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import harness
-
+from benchmarks import harness
+from pace_cert.budget import Budget
+from pace_cert.driver.phases.l1 import l1_loop
+from pace_cert.driver.state import RunState
 from pace_cert.master.l0_bigm import (
     GUROBI_SIZE_LIMIT,
     gurobi_available,
@@ -40,7 +40,6 @@ from pace_cert.master.l0_bigm import (
 from pace_cert.master.l0_cover import L0Cover
 from pace_cert.master.rows import MasterSolution
 from pace_cert.settings import CompressConfig
-from tests.helpers import run_state as Pace  # TODO(restructure)
 
 
 def l1_run(prep: harness.Prepared, pool_per_row: int, time_limit: float) -> dict:
@@ -49,8 +48,9 @@ def l1_run(prep: harness.Prepared, pool_per_row: int, time_limit: float) -> dict
     )
     lines: list[str] = []
     t0 = time.perf_counter()
-    p = Pace(prep.original, prep.X_train, cfg, progress=lines.append)
-    res, sol = p.l1_phase(p.learners)
+    budget = Budget.seconds(time_limit, start=t0)
+    state = RunState.create(prep.original, prep.X_train, cfg, budget, lines.append)
+    res, sol = l1_loop(state, state.learners, budget)
     secs = time.perf_counter() - t0
     cpsat = sum("pairs proved" in s for s in lines)
     return {
@@ -59,16 +59,16 @@ def l1_run(prep: harness.Prepared, pool_per_row: int, time_limit: float) -> dict
         "cpsat": cpsat,
         "certified": res.certified,
         "trees": res.model.n_trees if res.model is not None else None,
-        "pace": p,
+        "state": state,
         "sol": sol,
     }
 
 
-def l0_solves(p: Pace, sol: MasterSolution) -> list[tuple[str, float, int, bool]]:
-    A = p.matrix(p.learners)
-    T = len(p.learners)
+def l0_solves(state: RunState, sol: MasterSolution) -> list[tuple[str, float, int, bool]]:
+    A = state.matrix(state.learners)
+    T = len(state.learners)
     warm = np.r_[sol.weights, sol.offsets[1:]]
-    big_m = p.cfg.kappa * sol.objective
+    big_m = state.cfg.tuning.master.kappa * sol.objective
     out = []
     if gurobi_available() and max(l0_size(A, T)) <= GUROBI_SIZE_LIMIT:
         t = time.perf_counter()
@@ -78,26 +78,27 @@ def l0_solves(p: Pace, sol: MasterSolution) -> list[tuple[str, float, int, bool]
     s = solve_l0(A, T, big_m, warm=warm, time_limit=300)
     out.append(("HiGHS big-M MILP", time.perf_counter() - t, int(s.objective), s.optimal))
     t = time.perf_counter()
-    cover = L0Cover(T, p.original.n_classes - 1)
+    cover = L0Cover(T, state.original.n_classes - 1)
     cover.prefer(sol.weights)
-    s = cover.solve(A, warm_support=np.flatnonzero(sol.weights > 0), deadline=t + 300)
+    budget = Budget.seconds(300, start=t)
+    s = cover.solve(A, warm_support=np.flatnonzero(sol.weights > 0), budget=budget)
     out.append(("cover (CP-SAT + LP cuts)", time.perf_counter() - t, int(s.objective), s.optimal))
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", type=Path, default=harness.DEFAULT_OUT)
+    ap.add_argument("--out", type=Path, default=harness.STUDIES_OUT, help="results directory")
     ap.add_argument("--dataset", default="cancer")
     ap.add_argument("--n", type=int, default=25)
     ap.add_argument("--time-limit", type=float, default=300.0)
     args = ap.parse_args(argv)
-    command = "python benchmarks/large_domain.py " + shlex.join(sys.argv[1:])
+    command = harness.command_line("benchmarks.studies.large_domain", argv)
     started = datetime.now(UTC).isoformat(timespec="seconds")
     prep = harness.prepare(harness.Config(args.dataset, "rf", args.n, 2, "prune", 0.1, 0.1, 0))
-    on = l1_run(prep, CompressConfig.of().pool_per_row, args.time_limit)
+    on = l1_run(prep, CompressConfig().tuning.search.pool_per_row, args.time_limit)
     off = l1_run(prep, 0, args.time_limit)
-    solves = l0_solves(on["pace"], on["sol"]) if on["certified"] else []
+    solves = l0_solves(on["state"], on["sol"]) if on["certified"] else []
     case = f"rf-{args.dataset}-n{args.n}-d2, eta = delta = 0.1, seed 0"
     lines = [
         "# Large-domain speed-ups, side by side in one run",

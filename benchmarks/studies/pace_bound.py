@@ -1,8 +1,9 @@
 """Lower bounds on PACE sizes in our region (any depth-2 model), beside the paper's Table 2.
 
 For each case (random forest, depth 2, eta = delta = 0.1, seed 0, the harness's
-preprocessing) the driver's synthesis phase (``Pace.synth_phase``, ``pace_cert/synth.py``)
-runs alone from the training rows, with ``--time-limit``: for k = 1, 2, ... CP-SAT looks
+preprocessing) the driver's synthesis step (``synthesize_trees`` of
+``pace_cert/driver/phases/synth.py``, CP-SAT in ``pace_cert/learners/synth.py``) runs
+alone from the training rows, with ``--time-limit``: for k = 1, 2, ... CP-SAT looks
 for k trees of depth <= 2 whose joint partition holds one original label per cell on the
 samples; found trees go through the refit loop (leaf values by LP, the oracle certifies
 or adds separating samples), and a proof that no k trees are pure raises the bound to
@@ -17,26 +18,25 @@ is stated for the region itself only when that re-check is INFEASIBLE too (else 
 Where the bound exceeds the paper's PACE S, the paper's size cannot be reached by any
 depth-2 model in our region.
 
-    python benchmarks/pace_bound.py --time-limit 120 --out benchmarks/results/pace_bound.md
+    python -m benchmarks.studies.pace_bound --time-limit 120 \
+        --out benchmarks/results/studies/pace_bound.md
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import harness
-import paper_values as pv
-
+from benchmarks import harness
+from benchmarks.harness import paper_values as pv
+from pace_cert.budget import Budget
+from pace_cert.driver.phases.synth import synthesize_trees
+from pace_cert.driver.state import RunState
 from pace_cert.learners import synth
-from pace_cert.settings import CompressConfig
-from tests.helpers import run_state as Pace  # TODO(restructure)
 from pace_cert.region.masks import margin_mask, plausibility_mask
+from pace_cert.settings import CompressConfig
 
 DATASETS = ("cancer", "compas", "diabetes", "fico", "seeds", "spambase")
 CASES = [(ds, n) for ds in DATASETS for n in (25, 50, 100)]
@@ -62,18 +62,21 @@ def run_case(dataset: str, n: int, time_limit: float, max_size: int, solve_limit
         synth_seconds=solve_limit,
     )  # fmt: skip
     t0 = time.perf_counter()
-    p = Pace(prep.original, prep.X_train, cc)
-    res = p.synth_phase(max_size)
+    budget = Budget.seconds(time_limit, start=t0)
+    state = RunState.create(prep.original, prep.X_train, cc, budget, lambda _m: None)
+    res = synthesize_trees(state, max_size, budget)
     seconds = time.perf_counter() - t0
-    inside = p.domain.contains(p.X) & margin_mask(prep.original, p.X, p.region.margin)
-    if p.plausibility is not None:
-        inside &= plausibility_mask(p.plausibility, p.X)
-    bound = p.size_bound or 1
+    inside = state.domain.contains(state.X) & margin_mask(
+        prep.original, state.X, state.region.margin
+    )
+    if state.plausibility is not None:
+        inside &= plausibility_mask(state.plausibility, state.X)
+    bound = state.size_bound or 1
     in_region = bound == 1
     if bound > 1:
-        X = p.X[inside]
+        X = state.X[inside]
         check = synth.synthesize(
-            p.domain.cell_index(X), prep.original.predict_index(X),
+            state.domain.cell_index(X), prep.original.predict_index(X),
             prep.original.n_classes, bound - 1, 2, threads=2,
         )  # fmt: skip
         in_region = check.status == "infeasible"
@@ -83,7 +86,7 @@ def run_case(dataset: str, n: int, time_limit: float, max_size: int, solve_limit
         bound,
         in_region,
         res.model.n_trees if res.certified and res.model is not None else None,
-        len(p.X),
+        len(state.X),
         int((~inside).sum()),
         seconds,
     )
@@ -103,7 +106,7 @@ def render(rows: list[Bound], command: str, time_limit: float, ours: dict) -> st
         "# Lower bounds on PACE sizes in our region (`pace_bound.py`)",
         "",
         f"- command: `{command}`",
-        f"- date (UTC): {harness._now()}",
+        f"- date (UTC): {harness.now()}",
         "- random forests, depth 2, eta = delta = 0.1, seed 0, harness preprocessing; the "
         f"synthesis phase alone from the training rows, capped at {time_limit:g} s per case",
         "",
@@ -111,7 +114,7 @@ def render(rows: list[Bound], command: str, time_limit: float, ours: dict) -> st
         "faithful in our region: CP-SAT proved that no such set splits the samples into "
         "cells of one label (`*`: proved on all samples, not re-proved on those inside the "
         "stated region alone). `synth S`: a model the synthesis certified within the cap "
-        "(— none). `ours PACE S`: `results/table2.csv` (100 s cap).",
+        "(— none). `ours PACE S`: `results/profiles/table2.csv` (100 s cap).",
         "",
     ]
     header = ["dataset", "n", "bound", "synth S", "T (s)", "samples", "outside",
@@ -143,9 +146,9 @@ def main(argv: list[str] | None = None) -> int:
         b = run_case(ds, n, args.time_limit, args.max_size, args.solve_limit)
         print(b, flush=True)
         rows.append(b)
-    ours = table2_pace(Path(__file__).resolve().parent / "results" / "table2.csv")
-    command = "python benchmarks/pace_bound.py " + " ".join(argv or sys.argv[1:])
-    harness.emit_report(render(rows, command.strip(), args.time_limit, ours), args.out)
+    ours = table2_pace(harness.PROFILES_OUT / "table2.csv")
+    command = harness.command_line("benchmarks.studies.pace_bound", argv)
+    harness.emit_report(render(rows, command, args.time_limit, ours), args.out)
     return 0
 
 

@@ -5,27 +5,22 @@ pruning the original trees takes the whole time limit, so column generation and 
 L0 on the enriched ensemble never start. This runs PACE (random forests, depth 2,
 eta = delta = 0.1, seed 0, the harness's preprocessing) with the default split (each
 phase may use all the time left) beside settings that cap the prune, boosting and
-generation phases at a fraction of the time left (``CompressConfig.prune_share``,
+generation phases at a fraction of the time left (the PACE tuning's ``prune_share``,
 ``boost_share``, ``generate_share``), side by side in one run.
 
-    python benchmarks/pace_shares.py --time-limit 100 --setting 1,1,1 --setting 0.3,1,0.4 \
-        --out benchmarks/results/pace_shares.md
+    python -m benchmarks.studies.pace_shares --time-limit 100 --setting 1,1,1 \
+        --setting 0.3,1,0.4 --out benchmarks/results/studies/pace_shares.md
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import harness
-
+from benchmarks import harness
 from pace_cert.driver.runner import compress
-
 from pace_cert.settings import CompressConfig
 
 DATASETS = ("cancer", "diabetes", "seeds")
@@ -76,7 +71,7 @@ def render(rows: list[Row], settings: list[Setting], command: str, limit: float)
         "# PACE time split between phases (`pace_shares.py`)",
         "",
         f"- command: `{command}`",
-        f"- date (UTC): {harness._now()}",
+        f"- date (UTC): {harness.now()}",
         f"- random forests, depth 2, eta = delta = 0.1, seed 0; {limit:g} s per run, 2 threads",
         "",
         "Each cell: S (trees of the returned certified model; `k new`: k of them generated), "
@@ -119,10 +114,10 @@ def main(argv: list[str] | None = None) -> None:
                     help="prune,boost,generate shares of the time left (repeatable)")  # fmt: skip
     ap.add_argument("--n", type=int, action="append", help="trees (default 25, 50, 100)")
     ap.add_argument("--dataset", action="append", help=f"default {', '.join(DATASETS)}")
-    ap.add_argument("--out", type=Path, default=Path("benchmarks/results/pace_shares.md"))
+    ap.add_argument("--out", type=Path, default=harness.STUDIES_OUT / "pace_shares.md")
     args = ap.parse_args(argv)
     settings = args.setting or [Setting(1, 1, 1), Setting(0.3, 1, 0.4)]
-    command = "python benchmarks/pace_shares.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    command = harness.command_line("benchmarks.studies.pace_shares", argv)
     rows = []
     for ds in args.dataset or DATASETS:
         for n in args.n or (25, 50, 100):
@@ -131,7 +126,8 @@ def main(argv: list[str] | None = None) -> None:
                 r = rows[-1]
                 print(f"{ds} n={n} {s.label}: S {r.size} ({r.phase}, {r.seconds:.0f} s)")
                 # after every run: a long sweep stopped part-way keeps what it measured
-                args.out.write_text(render(rows, settings, command.strip(), args.time_limit))
+                args.out.parent.mkdir(parents=True, exist_ok=True)
+                args.out.write_text(render(rows, settings, command, args.time_limit))
     print(f"wrote {args.out}")
 
 

@@ -1,53 +1,51 @@
 """Racing attempts on depth-1 forests: CP-SAT's LP first or second, side by side.
 
 Table (a) configurations (RF and AdaBoost, n = 50, depth 1, eta = delta = 0), prune and
-PACE, each run with ``oracle.RACE_LINEARIZATION_STUMPS`` = (0, 1) (the LP in a pair's
-second attempt, as for deeper trees) and (1, 0) (shipped: the LP first), back to back on
-the same prepared forest. One line per run pair; totals at the end.
+PACE, each run with ``OracleSettings.race_linearization_stumps`` = (0, 1) (the LP in a
+pair's second attempt, as for deeper trees) and (1, 0) (shipped: the LP first), back to
+back on the same prepared forest. One line per run pair; totals at the end.
 
-    python benchmarks/stump_lp.py --seeds 0,1,2,3,4 [--repeat 1]
+    python -m benchmarks.studies.stump_lp --seeds 0,1,2,3,4 [--repeat 1] [--only REGEX]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
+import re
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import harness as h
-
-from pace_cert.oracle import cpsat as oracle
+from benchmarks.harness import Config, prepare
 from pace_cert.driver.runner import compress
+from pace_cert.oracle.settings import OracleSettings
 from pace_cert.settings import CompressConfig
 
 VARIANTS = ((0, 1), (1, 0))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", default="0")
     ap.add_argument("--repeat", type=int, default=1)
-    args = ap.parse_args()
+    ap.add_argument("--only", default=None, help="regex on configuration keys")
+    args = ap.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",")]
-    shipped = oracle.RACE_LINEARIZATION_STUMPS
     total = dict.fromkeys(VARIANTS, 0.0)
     print("key", *(f"T{v}(s)/S" for v in VARIANTS))
     for fam in ("rf", "ada"):
         for ds in ("cancer", "compas", "diabetes", "fico", "seeds", "spambase"):
             for mode in ("prune", "pace"):
                 for seed in seeds:
-                    cfg = h.Config(ds, fam, 50, 1, mode, 0.0, 0.0, seed)
-                    prep = h.prepare(cfg)
-                    cc = CompressConfig.of(
+                    cfg = Config(ds, fam, 50, 1, mode, 0.0, 0.0, seed)
+                    if args.only and not re.search(args.only, cfg.key):
+                        continue
+                    prep = prepare(cfg)
+                    base = CompressConfig.of(
                         mode=mode, eta=0.0, delta=0.0, seed=seed, threads=2, time_limit=300
                     )
                     for _ in range(args.repeat):
                         cells = []
                         for v in VARIANTS:
-                            oracle.RACE_LINEARIZATION_STUMPS = v
+                            cc = base.tuned(oracle=OracleSettings(race_linearization_stumps=v))
                             t0 = time.perf_counter()
                             res = compress(prep.original, prep.X_train, cc, None)
                             t = time.perf_counter() - t0
@@ -55,7 +53,6 @@ def main() -> None:
                             mark = "" if res.certified else " (not certified)"
                             cells.append(f"{t:.2f}/{res.compressed.n_trees}{mark}")
                         print(cfg.key, *cells, flush=True)
-    oracle.RACE_LINEARIZATION_STUMPS = shipped
     print("total", *(f"{total[v]:.1f}" for v in VARIANTS))
 
 

@@ -13,11 +13,11 @@ the listed cells are all there is to try.
 k = 1: every depth-<=2 tree over those splits. k = 2: a pair uses at most 6 splits; a
 6-subset whose finest partition (2^6 groups) is already impure can host no pure pair,
 so only the other subsets' pairs are listed, and each pure pair is then tested for leaf
-values that realise the labels additively (a small LP). The cells are the oracle's
-grid of cells clearly inside the region (a subset of it), so "none" is a lower bound
-for the whole region.
+values that realise the labels additively (a small LP). The cells are the screen's
+grid of cells clearly inside the region (``Screen.grid()``, a subset of the region), so
+"none" is a lower bound for the whole region.
 
-    python benchmarks/tree_bound.py --out benchmarks/results/tree_bound.md
+    python -m benchmarks.studies.tree_bound --out benchmarks/results/studies/tree_bound.md
 
 A benchmark statement from an exhaustive numpy search and a floating-point LP, not a
 certificate.
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,14 +34,12 @@ from pathlib import Path
 import highspy
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import harness
-import paper_values as pv
-
+from benchmarks import harness
+from benchmarks.harness import paper_values as pv
+from pace_cert.budget import Budget
+from pace_cert.driver.state import RunState
 from pace_cert.master.highs import INF, load_highs, new_highs
 from pace_cert.settings import CompressConfig
-from tests.helpers import run_state as Pace  # TODO(restructure)
 
 CASES = [(ds, n) for ds in ("compas", "fico") for n in (25, 50, 100)]
 Tree2 = tuple[int, int | None, int | None]  # (root split, left split, right split); None: leaf
@@ -161,12 +158,14 @@ class TreeBound:
 
 def run_case(dataset: str, n: int) -> TreeBound | None:
     prep = harness.prepare(harness.Config(dataset, "rf", n, 2, "pace", 0.1, 0.1, 0))
-    p = Pace(
+    state = RunState.create(
         prep.original,
         np.asarray(prep.X_train, np.float32),
         CompressConfig.of(mode="pace", eta=0.1, delta=0.1),
+        Budget.unlimited(),
+        lambda _m: None,
     )
-    grid = p.oracle._grid()
+    grid = state.screen.grid()
     if grid is None:
         return None
     X, y = grid
@@ -184,9 +183,9 @@ def render(rows: list[TreeBound], command: str) -> str:
         "# Lower bounds on PACE sizes in our region (`tree_bound.py`)",
         "",
         f"- command: `{command}`",
-        f"- date (UTC): {harness._now()}",
+        f"- date (UTC): {harness.now()}",
         "- random forests, depth 2, eta = delta = 0.1, seed 0, harness preprocessing; the "
-        "cells are the oracle's grid of cells clearly inside the region",
+        "cells are the screen's grid of cells clearly inside the region",
         "",
         "`fewest trees`: the smallest k for which some k depth-2 trees (any thresholds, "
         "leaf values, weights, offsets) can give the original's label on every listed "
@@ -225,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"{ds} n{n}: {b.cells} cells, fewest trees {b.bound}", flush=True)
         rows.append(b)
-    text = render(rows, "python benchmarks/tree_bound.py " + " ".join(argv or sys.argv[1:]))
+    text = render(rows, harness.command_line("benchmarks.studies.tree_bound", argv))
     harness.emit_report(text, args.out)
     return 0
 
