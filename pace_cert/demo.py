@@ -11,8 +11,8 @@ from pace_cert import zoo
 from pace_cert.app import run_compress
 from pace_cert.cert.certificate import bound_line
 from pace_cert.cert.verify import run_verify
-from pace_cert.model.onnx_writer import write_atomic
 from pace_cert.model.runtime import labels, session
+from pace_cert.outputs import write_atomic
 from pace_cert.settings import CompressConfig
 
 

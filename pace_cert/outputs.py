@@ -52,6 +52,11 @@ class OutputDir:
             self.committed = committed
 
 
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write bytes to ``path`` via a unique temp file in the same directory + rename."""
+    os.replace(_write_temp(Path(path), data), path)
+
+
 def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)

@@ -13,9 +13,6 @@ float32-representable thresholds, leaf values and base scores (checked here).
 from __future__ import annotations
 
 import json
-import os
-import tempfile
-from pathlib import Path
 
 import numpy as np
 import onnx
@@ -125,26 +122,3 @@ def ensemble_to_onnx(ens: Ensemble, info: OnnxModelInfo) -> onnx.ModelProto:
     )
     onnx.checker.check_model(model)
     return model
-
-
-def _umask() -> int:
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write bytes to ``path`` via a unique temp file in the same directory + rename."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.fchmod(fd, 0o666 & ~_umask())  # mkstemp creates 0600; honour the user's umask
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise

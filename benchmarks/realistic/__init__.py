@@ -1,0 +1,1 @@
+"""The realistic-model suite (raw features, models users train)."""
