@@ -65,13 +65,16 @@ class SearchTuning:
     ``enumeration_per_pair``: samples per pair from a screen; ``climb_steps``: beam
     search steps from the pool before CP-SAT on large domains (0: off);
     ``lazy_proofs``: a CP-SAT round that found a sample stops its other pairs' proofs;
-    ``pool_per_row``: random variants per training row in the screening pool (0: off)."""
+    ``pool_per_row``: random variants per training row in the screening pool (0: off);
+    ``l1_share``: on domains too large to enumerate, of the time left, for the first L1
+    loop (its vertex weightings may never converge there; elimination gets the rest)."""
 
     neighbours: int = 10
     enumeration_per_pair: int = 25
     climb_steps: int = 0
     lazy_proofs: bool = True
     pool_per_row: int = 20
+    l1_share: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -256,6 +259,7 @@ RULES: tuple[Rule, ...] = (
     _count("search.enumeration_per_pair", 1),
     _count("search.climb_steps"),
     _count("search.pool_per_row"),
+    _share("search.l1_share"),
     _count("generation.max_learners"),
     _count("generation.pricing_candidates"),
     _count("generation.columns_per_round", 1),

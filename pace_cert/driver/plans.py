@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pace_cert.driver.phases.boost import Boost
+from pace_cert.driver.phases.eliminate import Eliminate
 from pace_cert.driver.phases.generate import Generate
 from pace_cert.driver.phases.l0 import L0Loop
 from pace_cert.driver.phases.l1 import L1Loop, L1Refresh
@@ -43,6 +44,7 @@ PLANS: dict[str, Plan] = {
             L1Loop(),  # L1 on the original trees
             MergeAfter(),  # the merged original, when smaller than the L1 model
             WitnessBound(),
+            Eliminate(),  # large domains, nothing smaller certified: remove trees one by one
             L0Loop("l0"),  # L0 on the original trees (fallbacks under a time limit)
             WitnessBound(),
         ),
@@ -65,6 +67,7 @@ PLANS: dict[str, Plan] = {
             L1Loop(),
             MergeAfter(),
             WitnessBound(),
+            Eliminate(),
             L0Loop("l0"),  # prune first: PACE is never larger than prune
             WitnessBound(),
             SynthBound(),  # depth <= 2: CP-SAT proofs of a lower bound on the size

@@ -51,6 +51,10 @@ class L1Loop(BaseStep):
     def __init__(self, offer_as: str = "l1") -> None:
         self.offer_as = offer_as
 
+    def share(self, state: RunState) -> float:
+        """All the time on small domains; ``search.l1_share`` on large ones."""
+        return 1.0 if state.screen.can_enumerate() else state.cfg.tuning.search.l1_share
+
     def run(self, state: RunState, budget: Budget) -> Iterator[Offer]:
         res, sol = l1_loop(state, state.learners, budget)
         state.l1 = L1State(res, sol, first_certified=res.certified)

@@ -1,0 +1,115 @@
+"""Step: certified backward elimination of original trees, anytime.
+
+On domains too large to enumerate the L1 loop may not converge: its vertex weightings
+are refuted by new separating samples round after round, and nothing is certified.
+Elimination keeps the original's own weights instead (rescaled for voting ensembles so
+that the vote share is kept), which stay close to the original function, and removes
+trees a few at a time: the ``step`` trees whose removal keeps the smallest margin over
+the samples largest (greedy, exact on the margin rows), certified by the faithful loop
+(screen, then CP-SAT). A refuted removal leaves its separating samples behind, which
+steer the next choice; after ``ROUNDS`` refutations the step halves. Every certified
+removal is offered at once, so the run has a smaller certified model early.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from pace_cert.budget import Budget
+from pace_cert.driver.loop import faithful_loop
+from pace_cert.driver.result import Offer
+from pace_cert.driver.state import RunState
+from pace_cert.driver.step import BaseStep
+from pace_cert.master.rows import MasterSolution
+
+ROUNDS = 3  # refutations of one step size before it halves
+
+
+def _scale(state: RunState, kept: np.ndarray) -> float:
+    """Factor on the kept trees' weights: keeps a voting ensemble's total vote weight
+    (its base is a threshold on the vote share), 1 for score ensembles."""
+    w = state.original.weights
+    return float(w.sum() / w[kept].sum()) if state.original.kind == "voting" else 1.0
+
+
+def removal(state: RunState, A: np.ndarray, kept: list[int], step: int) -> list[int] | None:
+    """Up to ``step`` trees of ``kept`` whose removal (one at a time, each time the one
+    that keeps the smallest margin row largest) leaves every margin row positive; None
+    when not even one can go. ``A``: margin rows of the original trees on the samples."""
+    n = state.original.n_trees
+    w = np.asarray(state.original.weights, np.float64)
+    off = A[:, n:] @ (state.original.base - state.original.base[0])[1:]
+    cur = list(kept)
+    out: list[int] = []
+    base = A[:, cur] @ w[cur]
+    for _ in range(step):
+        if len(cur) <= 1:
+            break
+        rest = base[:, None] - A[:, cur] * w[cur]  # row sums without each candidate
+        scale = np.array([_scale(state, np.array([u for u in cur if u != t])) for t in cur])
+        low = (rest * scale + off[:, None]).min(axis=0) if len(A) else np.ones(len(cur))
+        j = int(np.argmax(low))
+        if not low[j] > 0:
+            break
+        t = cur.pop(j)
+        base = base - A[:, t] * w[t]
+        out.append(t)
+    return out or None
+
+
+class _Master:
+    """The elimination master: the trees left (``kept``) and how many to remove next."""
+
+    def __init__(self, state: RunState) -> None:
+        self.state = state
+        n = state.original.n_trees
+        self.kept = list(range(n))
+        self.step = max(1, n // 4)
+        self.proposed: list[int] = []  # the trees the last solve kept
+
+    def solve(self, A: np.ndarray) -> MasterSolution | None:
+        out = removal(self.state, A, self.kept, self.step)
+        if out is None:
+            return None
+        original = self.state.original
+        rest = np.array(sorted(set(self.kept) - set(out)))
+        w = np.zeros(original.n_trees)
+        w[rest] = original.weights[rest] * _scale(self.state, rest)
+        self.proposed = [int(t) for t in rest]
+        offsets = original.base - original.base[0]
+        return MasterSolution(w, offsets, float(len(rest)), None, False, "eliminate")
+
+
+class Eliminate(BaseStep):
+    """When the L1 loop did not certify and nothing smaller than the original has been
+    (large domains): remove original trees, certified removal by removal, while the
+    budget lasts. (When the L1 loop certifies, the L0 loop that follows prunes.)"""
+
+    name = "eliminate"
+
+    def applies(self, state: RunState) -> bool:
+        size = state.best_size()
+        n = state.original.n_trees
+        l1_certified = state.l1 is not None and state.l1.first_certified
+        return (
+            n > 1
+            and not l1_certified
+            and (size is None or size >= n)
+            and not state.screen.can_enumerate()
+        )
+
+    def run(self, state: RunState, budget: Budget) -> Iterator[Offer]:
+        learners = state.learners[: state.original.n_trees]
+        master = _Master(state)
+        while master.step >= 1 and not budget.expired():
+            res = faithful_loop(
+                state, "eliminate", master.solve, learners, budget, max_rounds=ROUNDS
+            )
+            if res.certified and res.model is not None:
+                master.kept = master.proposed
+                state.say(f"[eliminate] certified {res.model.n_trees} trees (step {master.step})")
+                yield Offer(res, "eliminate")
+                continue
+            master.step //= 2
