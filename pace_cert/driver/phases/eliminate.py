@@ -105,7 +105,7 @@ class Eliminate(BaseStep):
         master = _Master(state)
         while master.step >= 1 and not budget.expired():
             res = faithful_loop(
-                state, "eliminate", master.solve, learners, budget, max_rounds=ROUNDS
+                state, "l0-eliminate", master.solve, learners, budget, max_rounds=ROUNDS
             )
             if res.certified and res.model is not None:
                 master.kept = master.proposed
