@@ -562,3 +562,31 @@ def test_a_round_scores_its_candidate_on_the_grid_once(monkeypatch):
         oracle.separate(sm, e_req, threads=1)
         assert scored.count(id(sm)) == 1
         assert bool(found) == bool(_separating_rows(cand, grid, y0, e_req).any())
+
+
+def test_the_pool_and_the_moves_stay_within_their_caps():
+    """Raw features have thousands of cells: one-cell moves of a point are capped (the
+    neighbouring cells of every feature first) and the pool keeps at most ``pool_cap``
+    points, newest first; every point kept is still inside the region."""
+    X, original, forest, dom, c_o, oracle = _pool_problem(0.0)
+    screen = oracle.hints
+    total = sum(len(c) for c in screen.allowed_cells)
+    screen.moves_per_point = 12
+    assert total > 12
+    x = X[0]
+    moves = screen._moves(x)
+    assert len(moves) < total and (moves != x).sum(axis=1).max() <= 1
+    cells = dom.cell_index(x[None, :])[0]
+    for f, allowed in enumerate(screen.allowed_cells):  # both neighbouring cells are tried
+        r = int(np.searchsorted(allowed, cells[f]))
+        near = set(allowed[max(0, r - 1) : r + 2].tolist())
+        tried = set(dom.cell_index(moves)[:, f].tolist())
+        assert near <= tried
+    screen.seed_pool(X, per_row=5)
+    screen.pool_cap = 300
+    new = [X[i] for i in range(5)]
+    size = screen.grow_pool(new)
+    PX, Py = screen._pool
+    assert size == len(PX) <= 300
+    assert region_mask(original, c_o, forest, PX, dom).all()
+    assert np.array_equal(Py, original.predict_index(PX))

@@ -35,6 +35,11 @@ class Screen:
 
     ``enum_limit``: domains with at most this many allowed cells are screened on every
     cell (the grid); larger ones on the pool, once :meth:`seed_pool` has built it.
+    ``pool_cap``: the pool keeps at most this many points (the newest, plus a seeded
+    random share of the older ones), so memory and screening time stay bounded.
+    ``moves_per_point``: one-cell moves of a point tried at most (all of them when its
+    features have fewer cells in all; else each feature's neighbouring cells first,
+    then seeded random ones): raw features have thousands of cells.
     """
 
     def __init__(
@@ -45,12 +50,17 @@ class Screen:
         *,
         seed: int = 0,
         enum_limit: int = 300_000,
+        pool_cap: int = 200_000,
+        moves_per_point: int = 512,
     ) -> None:
         self.domain = domain
         self.original = original
         self.region = region
         self.seed = seed
         self.enum_limit = enum_limit
+        self.pool_cap = pool_cap
+        self.moves_per_point = moves_per_point
+        self._rng = np.random.default_rng(seed)
         self.allowed_cells = [np.flatnonzero(domain.allowed(f)) for f in range(domain.n_features)]
         self._pool: tuple[np.ndarray, np.ndarray] | None = None  # (points, labels) inside
         self._scores_memo: tuple[ScoreModel, np.ndarray, np.ndarray] | None = None
@@ -173,8 +183,13 @@ class Screen:
         X = np.unique(np.concatenate([self._one_cell_moves(points), np.asarray(points)]), axis=0)
         y0 = self.inside_labels(X)
         X, y0 = X[y0 >= 0], y0[y0 >= 0]
-        PX = np.concatenate([self._pool[0], X])
-        Py = np.concatenate([self._pool[1], y0])
+        old_X, old_y = self._pool
+        room = self.pool_cap - len(X)
+        if len(old_X) > room:  # keep the new points and a random share of the old
+            keep = np.sort(self._rng.choice(len(old_X), max(room, 0), replace=False))
+            old_X, old_y = old_X[keep], old_y[keep]
+        PX = np.concatenate([old_X, X])
+        Py = np.concatenate([old_y, y0])
         PX, idx = np.unique(PX, axis=0, return_index=True)
         self._pool = (PX, Py[idx])
         return len(PX)
@@ -289,11 +304,24 @@ class Screen:
         return []
 
     def _moves(self, x: np.ndarray) -> np.ndarray:
-        """Cell representatives differing from ``x`` in one feature's cell (x included)."""
+        """Cell representatives differing from ``x`` in one feature's cell (x included):
+        every one when there are at most ``moves_per_point``; else, per feature, the
+        two allowed cells on each side of x's and then seeded random others."""
+        x = np.asarray(x, np.float32)
+        total = sum(len(c) for c in self.allowed_cells)
         blocks = []
+        if total > self.moves_per_point:
+            cells_x = self.domain.cell_index(x[None, :])[0]
+            extra = max(0, self.moves_per_point - 4 * len(self.allowed_cells))
+            per = max(1, extra // max(1, len(self.allowed_cells)))
         for f, cells in enumerate(self.allowed_cells):
+            if total > self.moves_per_point:
+                r = int(np.searchsorted(cells, cells_x[f]))
+                near = cells[max(0, r - 2) : r + 3]
+                far = self._rng.choice(cells, min(per, len(cells)), replace=False)
+                cells = np.unique(np.concatenate([near, far]))
             vals = self.domain.reps[f][cells]
-            block = np.repeat(np.asarray(x, np.float32)[None, :], len(vals), axis=0)
+            block = np.repeat(x[None, :], len(vals), axis=0)
             block[:, f] = vals
             blocks.append(block)
         return np.concatenate(blocks)
