@@ -20,21 +20,39 @@ from pace_cert.master.l1 import solve_l1
 from pace_cert.master.rows import MasterSolution
 from pace_cert.model.ensemble import Tree
 
+#: the first L1 loop gives up when its support has covered this share of the trees for
+#: ``STALL_ROUNDS`` rounds in a row on a large domain: its model would not be smaller
+FULL_SUPPORT = 0.95
+STALL_ROUNDS = 5
+
 
 def l1_loop(
-    state: RunState, learners: list[Tree], budget: Budget, certify: bool = True
+    state: RunState,
+    learners: list[Tree],
+    budget: Budget,
+    certify: bool = True,
+    stall: bool = False,
 ) -> tuple[PhaseResult, MasterSolution | None]:
     """The faithful loop on the L1 master (warm-started across calls unless the master
     tuning says otherwise); its value is logged. Returns the result and the last
-    master solution (None if the master never ran)."""
+    master solution (None if the master never ran). ``stall``: give up once the support
+    has used ``FULL_SUPPORT`` of the learners for ``STALL_ROUNDS`` rounds in a row."""
     last: list[MasterSolution] = []
+    full = [0]
 
-    def solve(A: np.ndarray) -> MasterSolution:
+    def solve(A: np.ndarray) -> MasterSolution | None:
         if state.cfg.tuning.master.l1_warm_start:
             s = state.l1_master.solve(A, len(learners))
         else:
             s = solve_l1(A, len(learners), seed=state.cfg.seed)
         last[:] = [s]
+        full[0] = full[0] + 1 if np.sum(s.weights > 0) >= FULL_SUPPORT * len(learners) else 0
+        if stall and full[0] >= STALL_ROUNDS:
+            state.say(
+                f"[l1] the support has used {FULL_SUPPORT:.0%} of the {len(learners)} "
+                f"learners for {STALL_ROUNDS} rounds; giving up"
+            )
+            return None
         return s
 
     res = faithful_loop(state, "l1", solve, learners, budget, certify=certify)
@@ -56,7 +74,8 @@ class L1Loop(BaseStep):
         return 1.0 if state.screen.can_enumerate() else state.cfg.tuning.search.l1_share
 
     def run(self, state: RunState, budget: Budget) -> Iterator[Offer]:
-        res, sol = l1_loop(state, state.learners, budget)
+        large = not state.screen.can_enumerate()
+        res, sol = l1_loop(state, state.learners, budget, stall=large)
         state.l1 = L1State(res, sol, first_certified=res.certified)
         if res.certified:
             yield Offer(res, self.offer_as)
