@@ -9,7 +9,8 @@ STAMP := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e ".[dev]"
+	# setuptools says "Editable installation" for the cli/ -> pace_cert.cli mapping: information only
+	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip install -q -e ".[dev]"
 	touch $(STAMP)
 
 ## demo: install, train a random forest on a bundled dataset, compress, verify
@@ -30,7 +31,7 @@ lint: $(STAMP)
 
 ## schema: regenerate schemas/certificate.schema.json from the pydantic models
 schema: $(STAMP)
-	$(BIN)/python -m pace_cert.certificate schemas/certificate.schema.json
+	$(BIN)/python -m pace_cert.cert.certificate schemas/certificate.schema.json
 
 bench-quick: $(STAMP)
 	$(BIN)/python -m benchmarks.harness quick

@@ -7,24 +7,32 @@ exception family to exit codes: 0 certified/verified, 1 refuted, 2 inconclusive,
 
 from __future__ import annotations
 
+import contextlib
 import json
+import re
 import signal
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import IO, TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from pace_cert.errors import InputError, PaceError
 
+if TYPE_CHECKING:
+    from pace_cert.app import CompressOutcome
+    from pace_cert.budget import Budget
+    from pace_cert.cert.certificate import Certificate
+
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     help="Certified pruning and compression of tree ensembles (PACE). "
-    "Exit codes: 0 certified/verified, 1 refuted, 2 inconclusive, 3 bad input.",
+    "Exit codes: 0 certified/verified/written, 1 refuted, 2 inconclusive, 3 bad input.",
 )
 
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")]
@@ -60,14 +68,125 @@ def _run(fn: Callable[[], int], debug: bool) -> None:
     raise typer.Exit(code)
 
 
-def _progress(quiet: bool) -> Callable[[str], None]:
-    start = time.perf_counter()
+#: a progress message announcing a proved size lower bound (witness and synthesis steps)
+_BOUND = re.compile(r"at least (\d+) trees")
 
-    def say(msg: str) -> None:
-        if not quiet:
-            typer.echo(f"[{time.perf_counter() - start:7.1f}s] {msg}", err=True)
 
-    return say
+class ProgressDisplay:
+    """Progress of a compress run on ``stream`` (stderr).
+
+    Every message is one line, prefixed by the seconds since ``start``. On a terminal a
+    status line stays below them, redrawn in place every second: the best certified size
+    so far, the proved lower bound and the time left. Elsewhere (a file, a pipe, CI)
+    plain lines only, one more each time the best certified model changes. ``quiet``:
+    nothing at all. Called with strings (the driver's progress callback); told of each
+    commit by :meth:`committed`."""
+
+    def __init__(
+        self,
+        quiet: bool,
+        start: float,
+        budget: Budget | None = None,
+        stream: IO[str] | None = None,
+        tty: bool | None = None,
+    ) -> None:
+        self.quiet, self.start, self.budget = quiet, start, budget
+        self.stream = sys.stderr if stream is None else stream
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)()) if tty is None else tty
+        self.best: int | None = None  # trees of the best certified model so far
+        self.original: int | None = None
+        self.bound: int | None = None
+        self._lock = threading.Lock()
+        self._status_shown = False
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ input
+    def __call__(self, msg: str) -> None:
+        m = _BOUND.search(msg)
+        if m:
+            self.bound = max(self.bound or 0, int(m.group(1)))
+        self._line(msg)
+
+    def committed(self, cert: Certificate) -> None:
+        """A file set was written: its certificate (the best certified model so far,
+        or the original unchanged)."""
+        s = cert.summary
+        self.original = s.trees_before
+        if s.size_lower_bound is not None:
+            self.bound = max(self.bound or 0, s.size_lower_bound)
+        best = s.trees_after if s.certified else None
+        if best is not None and best != self.best:
+            self.best = best
+            if not self.tty:
+                self._line("best so far: " + self.status())
+        if self.tty:
+            self._redraw()
+
+    def status(self) -> str:
+        """best certified size, lower bound, time left."""
+        if self.best is None:
+            best = "nothing smaller certified yet"
+        else:
+            best = f"{self.best} trees certified"
+        if self.original is not None:
+            best += f" (original {self.original})"
+        bound = "lower bound " + ("-" if self.bound is None else str(self.bound))
+        left = None if self.budget is None else self.budget.left()
+        when = "no time limit" if left is None else f"{max(left, 0.0):.0f} s left"
+        return f"{best} | {bound} | {when}"
+
+    # ---------------------------------------------------------------- output
+    def begin(self) -> None:
+        """Start redrawing the status line every second (terminals only)."""
+        if self.quiet or not self.tty or self._ticker is not None:
+            return
+        self._ticker = threading.Thread(target=self._tick, name="pace-cert-progress", daemon=True)
+        self._ticker.start()
+
+    def close(self) -> None:
+        """Stop the ticker and clear the status line (before the summary is printed)."""
+        self._stop.set()
+        if self._ticker is not None and self._ticker is not threading.current_thread():
+            self._ticker.join(timeout=2)
+        with self._lock:
+            self._clear()
+            self._flush()
+
+    def _tick(self) -> None:
+        while not self._stop.wait(1.0):
+            self._redraw()
+
+    def _line(self, msg: str) -> None:
+        if self.quiet:
+            return
+        with self._lock:
+            self._clear()
+            self.stream.write(f"[{time.perf_counter() - self.start:7.1f}s] {msg}\n")
+            if self.tty and not self._stop.is_set():
+                self._draw()
+            self._flush()
+
+    def _redraw(self) -> None:
+        if self.quiet or not self.tty or self._stop.is_set():
+            return
+        with self._lock:
+            self._clear()
+            self._draw()
+            self._flush()
+
+    def _draw(self) -> None:
+        self.stream.write("  best: " + self.status())
+        self._status_shown = True
+
+    def _clear(self) -> None:
+        if self._status_shown:
+            self.stream.write("\r\x1b[K")
+            self._status_shown = False
+
+    def _flush(self) -> None:
+        with contextlib.suppress(OSError, ValueError):  # a closed stream: nothing to do
+            self.stream.flush()
 
 
 @app.command()
@@ -150,7 +269,6 @@ def compress(
     def _compress() -> int:
         from pace_cert.app import run_compress
         from pace_cert.budget import Budget, process_start
-        from pace_cert.cert.certificate import bound_line
         from pace_cert.guard import ProcessGuard
         from pace_cert.outputs import Committed, OutputDir
         from pace_cert.settings import CompressConfig, SettingError
@@ -176,18 +294,33 @@ def compress(
         budget = Budget.seconds(time_limit, start=start)  # counted from process start
         hard = None if time_limit is None else start + HARD_LIMIT_FACTOR * time_limit + 2.0
         output = OutputDir(out)
+        progress = ProgressDisplay(quiet, start, budget)
 
         def last_words(committed: Committed | None, reason: str) -> None:
+            progress.close()
             wrote = (
                 f"{out} holds {committed.summary}" if committed is not None else "nothing written"
             )
             typer.echo(f"{reason} ({time.perf_counter() - start:.0f} s); {wrote}", err=True)
 
-        with ProcessGuard(output, hard, last_words):
-            res = run_compress(
-                model, data, out, cfg, target, _progress(quiet), budget, output=output
-            )
-        s = res.certificate.summary
+        try:
+            with ProcessGuard(output, hard, last_words):
+                progress.begin()
+                res = run_compress(
+                    model,
+                    data,
+                    out,
+                    cfg,
+                    target,
+                    progress,
+                    budget,
+                    output=output,
+                    on_commit=progress.committed,
+                )
+        finally:
+            progress.close()
+        cert = res.certificate
+        s = cert.summary
         if as_json:
             _print_json(
                 {
@@ -196,21 +329,96 @@ def compress(
                     "out_dir": str(res.out_dir),
                     "compressed_model": str(res.out_dir / "compressed.onnx"),
                     "certificate": str(res.out_dir / "certificate.json"),
+                    "original_unchanged": res.exit_code == 2,
                     "summary": s.model_dump(),
+                    "coverage": None
+                    if cert.region.coverage is None
+                    else cert.region.coverage.model_dump(),
                 }
             )
         else:
-            typer.echo(
-                f"{res.status}: {s.trees_before} -> {s.trees_after} trees "
-                f"({s.leaves_before} -> {s.leaves_after} leaves, {s.new_learner_share:.0%} new), "
-                f"fidelity {s.fidelity:.4f} on the data, {s.seconds:.1f}s\n"
-                + bound_line(s, res.certificate.original.max_depth)
-                + f"domain: {_domain_line(res.certificate.region.domain, 'the training min/max')}\n"
-                f"wrote {res.out_dir / 'compressed.onnx'} and {res.out_dir / 'certificate.json'}"
-            )
+            typer.echo(_compress_summary(res, cfg, model))
         return res.exit_code
 
     _run(body, debug)
+
+
+def _compress_summary(res: CompressOutcome, cfg: Any, model: Path) -> str:
+    """What compress prints on stdout: the result, the region's coverage of the data,
+    and for an unchanged original (exit 2) what that means and what to try."""
+    from pace_cert.cert.certificate import bound_line
+    from pace_cert.cert.coverage import coverage_line, tie_band_line
+
+    cert = res.certificate
+    s, reg = cert.summary, cert.region
+    comp, cert_path = res.out_dir / "compressed.onnx", res.out_dir / "certificate.json"
+    if res.exit_code == 0:
+        lines = [
+            f"certified: {s.trees_before} -> {s.trees_after} trees "
+            f"({s.leaves_before} -> {s.leaves_after} leaves, {s.new_learner_share:.0%} new), "
+            f"fidelity {s.fidelity:.4f} on the data, {s.seconds:.1f}s"
+        ]
+        if line := bound_line(s, cert.original.max_depth).rstrip():
+            lines.append(line)
+    else:
+        lines = [
+            f"inconclusive: nothing smaller than the original's {s.trees_before} trees was "
+            f"certified ({s.seconds:.1f}s)",
+            f"the original was written unchanged: {comp} is {model}, byte for byte, with an "
+            "inconclusive certificate",
+            "why: " + _why_unchanged(res, cfg),
+            "try: " + _what_to_try(res, cfg),
+        ]
+    if reg.coverage is not None:
+        lines.append("region: " + coverage_line(reg.coverage, reg.eta, reg.delta))
+        if tie := tie_band_line(reg.coverage, reg.runtime_guard):
+            lines.append(tie)
+    lines.append(f"domain: {_domain_line(reg.domain, 'the training min/max')}")
+    lines.append(f"wrote {comp} and {cert_path}")
+    return "\n".join(lines)
+
+
+def _why_unchanged(res: CompressOutcome, cfg: Any) -> str:
+    s = res.certificate.summary
+    if s.size_lower_bound is not None and s.size_lower_bound >= s.trees_before:
+        return (
+            f"no faithful model of fewer than {s.size_lower_bound} trees exists in this "
+            "region (proved): only a smaller region can give a smaller model"
+        )
+    if res.found is not None:
+        return (
+            f"the smallest model certified has {res.found} trees, not fewer than the "
+            f"original's {s.trees_before}"
+        )
+    if res.timed_out:
+        return (
+            f"the time limit ({cfg.time_limit:g} s) ended the run before a smaller model "
+            "was certified"
+        )
+    return "the run ended without certifying a smaller model in this region"
+
+
+def _what_to_try(res: CompressOutcome, cfg: Any) -> str:
+    """Concrete flags: a larger eta or delta (a smaller region), a longer limit."""
+    s, reg = res.certificate.summary, res.certificate.region
+    tips = []
+    proved = s.size_lower_bound is not None and s.size_lower_bound >= s.trees_before
+    if res.timed_out and not proved:
+        tips.append(f"--time-limit {4 * cfg.time_limit:g} (a longer run)")
+    units = "vote share" if reg.eta_units == "vote share" else "raw score"
+    eta = 0.1 if cfg.eta == 0 else cfg.eta * 2
+    if units == "vote share" and eta >= 1:
+        eta = (1 + cfg.eta) / 2
+    tips.append(
+        f"--eta {eta:.3g} (certify only inputs where the original wins by a {units} margin "
+        f"above {eta:.3g})"
+    )
+    if cfg.delta < 0.5:
+        delta = 0.05 if cfg.delta == 0 else min(0.5, cfg.delta * 2)
+        tips.append(f"--delta {delta:.3g} (leave out the {delta:.0%} least plausible inputs)")
+    if cfg.mode == "generate":
+        tips.append("--mode pace (prunes first; never larger than prune)")
+    return "; ".join(tips)
 
 
 def _domain_line(dom: dict, box: str) -> str:
@@ -277,51 +485,90 @@ def verify(
         if as_json:
             _print_json(rep.to_json())
         else:
-            typer.echo(f"{rep.status}: {rep.message}")
-            if rep.domain is not None:
-                box = "the bounds the certificate states (--data counts rows outside them)"
-                typer.echo(f"domain: {_domain_line(rep.domain, box)}")
-            if rep.region is not None:
-                typer.echo(f"region: {_region_line(rep.region)}")
-            if rep.data_rows is not None:
-                typer.echo(
-                    f"data: {rep.data_rows} rows replayed, {rep.data_inside} inside the region"
-                    + (
-                        f"; {rep.data_outside_domain} outside the certified domain, not covered"
-                        if rep.data_outside_domain
-                        else ""
-                    )
-                )
-            if rep.probe_points is not None:
-                typer.echo(
-                    f"probe: {rep.probe_points} random points near the data replayed, "
-                    f"{rep.probe_inside} inside the region"
-                )
-            if rep.witnesses_checked:
-                typer.echo(
-                    f"size lower bound: {rep.witnesses_checked} boundary witnesses re-checked "
-                    f"with onnxruntime; no faithful model of fewer than {rep.witness_bound} "
-                    "trees of the original's depth"
-                )
-            sb = rep.size_lower_bound
-            if rep.exit_code == 0 and sb is not None and sb > (rep.witness_bound or 0):
-                typer.echo(
-                    f"size lower bound: the certificate states {sb} trees from compress's CP-SAT "
-                    "synthesis proofs, which verify does not re-check"
-                )
-            if rep.merged_trees_checked:
-                typer.echo(
-                    f"learners: the {rep.merged_trees_checked} original trees the certificate "
-                    "names share every split of the compressed tree naming them"
-                )
-            if rep.counterexample:
-                ce = rep.counterexample
-                typer.echo(
-                    f"counterexample: x = {ce['point']}\n"
-                    f"  original label {ce['original_label']!r}, "
-                    f"compressed label {ce['compressed_label']!r}"
-                )
+            typer.echo(_verify_text(rep))
         return rep.exit_code
+
+    _run(body, debug)
+
+
+#: how verify's text output names a claim (else its key, spelled out)
+_TOPICS = {
+    "size_lower_bound.witnesses": "size lower bound",
+    "size_lower_bound.synthesis": "size lower bound",
+    "history.points": "history",
+    "history.completeness": "history",
+    "history.compressed_labels": "history",
+    "certificate": "certificate",
+}
+
+
+def _verify_text(rep: Any) -> str:
+    """verify's report for people: the verdict, the certificate's own status, what was
+    proved over, then every claim of the certificate, ``checked:`` or ``stated:``."""
+    lines = [f"{rep.status}: {rep.message}"]
+    if rep.certificate_status is not None:
+        what = {
+            "certified": "certified (it claims the compressed model is faithful in the region)",
+            "inconclusive": "inconclusive (it claims no compression: compress certified "
+            "nothing smaller and wrote the original unchanged)",
+        }[rep.certificate_status]
+        same = "; the two files are identical" if rep.identical else ""
+        lines.append(f"certificate: {what}{same}")
+    if rep.domain is not None:
+        box = "the bounds the certificate states (--data counts rows outside them)"
+        lines.append(f"domain: {_domain_line(rep.domain, box)}")
+    if rep.region is not None:
+        lines.append(f"region: {_region_line(rep.region)}")
+    if rep.data_rows is not None:
+        lines.append(
+            f"data: {rep.data_rows} rows replayed, {rep.data_inside} inside the region"
+            + (
+                f"; {rep.data_outside_domain} outside the certified domain, not covered"
+                if rep.data_outside_domain
+                else ""
+            )
+            + (
+                f"; onnxruntime labels of the two models agree on {rep.data_agreement:.2%}"
+                if rep.data_agreement is not None
+                else ""
+            )
+        )
+    if rep.probe_points is not None:
+        lines.append(
+            f"probe: {rep.probe_points} random points near the data replayed, "
+            f"{rep.probe_inside} inside the region"
+        )
+    for c in rep.claims:
+        topic = _TOPICS.get(c["key"], c["key"].replace("_", " ").replace(".", " "))
+        text = c["text"].removeprefix(f"{topic}: ")
+        lines.append(f"{c['status']}: {topic}: {text}")
+    if rep.counterexample:
+        ce = rep.counterexample
+        lines.append(
+            f"counterexample: x = {ce['point']}\n"
+            f"  original label {ce['original_label']!r}, "
+            f"compressed label {ce['compressed_label']!r}"
+        )
+    return "\n".join(lines)
+
+
+@app.command()
+def report(
+    certificate: Annotated[Path, typer.Argument(help="certificate.json written by compress.")],
+    out: Annotated[
+        Path, typer.Option("--out", help="The HTML file to write (one self-contained file).")
+    ] = Path("report.html"),
+    debug: DebugOpt = False,
+) -> None:
+    """Write a self-contained HTML report of CERTIFICATE for an auditor: models and
+    hashes, region and coverage, sizes and bound, proofs, history, what verify checks."""
+
+    def body() -> int:
+        from pace_cert.report import write_report
+
+        write_report(certificate, out)
+        typer.echo(f"wrote {out}")
+        return 0
 
     _run(body, debug)
 

@@ -1,6 +1,7 @@
-"""Compress and verify from Python: train, export, compress (prune-only), check.
+"""Compress and verify from Python: train, export, compress (prune-only), verify, report.
 
 Run from the repository root: ``.venv/bin/python examples/library_api.py [OUT_DIR]``.
+The README's "Python API" section documents the calls used here.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import numpy as np
 from pace_cert import zoo
 from pace_cert.app import run_compress
 from pace_cert.cert.verify import run_verify
+from pace_cert.errors import InputError
 from pace_cert.model.runtime import labels, session
+from pace_cert.report import write_report
 from pace_cert.settings import CompressConfig
 
 
@@ -26,18 +29,35 @@ def main(out: Path) -> int:
     (out / "ada.onnx").write_bytes(zoo.export_onnx(forest, X.shape[1]).SerializeToString())
     zoo.write_csv(out / "train.csv", Xtr, ytr, names)
 
-    cfg = CompressConfig.of(mode="prune")  # global faithfulness: eta = delta = 0
-    res = run_compress(out / "ada.onnx", out / "train.csv", out / "prune", cfg)
+    # global faithfulness (eta = delta = 0), at most 300 s; settings are checked here
+    cfg = CompressConfig.of(mode="prune", time_limit=300, threads=2)
+    try:
+        res = run_compress(
+            out / "ada.onnx",
+            out / "train.csv",
+            out / "prune",
+            cfg,
+            on_commit=lambda cert: print(f"  committed: {cert.summary.trees_after} trees"),
+        )
+    except InputError as e:  # bad input (exit code 3): nothing was written
+        print(f"error: {e}")
+        return e.exit_code
     s = res.certificate.summary
     print(f"{res.status}: {s.trees_before} -> {s.trees_after} trees in {s.seconds:.1f}s")
+    cov = res.certificate.region.coverage
+    print(f"region: {cov.inside} of {cov.rows} training rows inside")
 
-    rep = run_verify(
-        out / "ada.onnx", out / "prune" / "compressed.onnx", out / "prune" / "certificate.json"
-    )
+    comp, cert = out / "prune" / "compressed.onnx", out / "prune" / "certificate.json"
+    rep = run_verify(out / "ada.onnx", comp, cert, data_path=out / "train.csv")
     print(f"verify: {rep.status} ({rep.message})")
+    for claim in rep.claims:
+        print(f"  {claim['status']}: {claim['key']}")
+
+    write_report(cert, out / "report.html")
+    print(f"report: {out / 'report.html'}")
 
     lo = labels(session((out / "ada.onnx").read_bytes()), Xte.astype(np.float32))
-    lc = labels(session((out / "prune" / "compressed.onnx").read_bytes()), Xte.astype(np.float32))
+    lc = labels(session(comp.read_bytes()), Xte.astype(np.float32))
     print(f"held-out agreement with the original: {np.mean(lo == lc):.4f}")
     return max(res.exit_code, rep.exit_code)
 

@@ -1,22 +1,26 @@
 """Use cases behind the CLI: compress (read → PACE → write model + certificate).
 
-Inputs are validated before any long computation; outputs are written atomically and
-only at the end, so a bad input or an interrupted run leaves nothing half-written.
+Inputs are validated before any long computation, and bad input (an empty region
+included) writes nothing; from the first commit on, the output directory always holds a
+complete set of files (:mod:`pace_cert.outputs`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from pace_cert.budget import Budget
 from pace_cert.cert.build import build_certificate
-from pace_cert.cert.certificate import Certificate, Plausibility
-from pace_cert.data import read_csv
+from pace_cert.cert.certificate import Certificate, Coverage, DataSummary, Plausibility
+from pace_cert.cert.coverage import coverage, coverage_line
+from pace_cert.data import Dataset, read_csv
 from pace_cert.driver.result import CompressResult
 from pace_cert.driver.runner import compress
 from pace_cert.driver.state import Progress
@@ -25,15 +29,28 @@ from pace_cert.model.onnx_reader import load_onnx, read_ensemble
 from pace_cert.model.onnx_writer import ensemble_to_onnx
 from pace_cert.model.runtime import loadable_session
 from pace_cert.outputs import Committed, OutputDir
+from pace_cert.region.margins import region_margin
+from pace_cert.region.masks import margin_mask
 from pace_cert.settings import CompressConfig, SettingError, check_for_model
 
 
 @dataclass(frozen=True)
 class CompressOutcome:
+    """What a compress run wrote. ``exit_code`` 0: a smaller certified model; 2: the
+    original unchanged (``status`` "inconclusive"). ``found``: trees of the smallest
+    model certified by the run even when it was not smaller than the original (None:
+    none was certified); ``timed_out``: the time limit ended the run."""
+
     exit_code: int
     status: str
     out_dir: Path
     certificate: Certificate
+    found: int | None = None
+    timed_out: bool = False
+
+    @property
+    def certified(self) -> bool:
+        return self.exit_code == 0
 
 
 def prepare_out_dir(out: Path) -> None:
@@ -58,14 +75,19 @@ def run_compress(
     progress: Progress | None = None,
     budget: Budget | None = None,
     output: OutputDir | None = None,
+    on_commit: Callable[[Certificate], None] | None = None,
 ) -> CompressOutcome:
     """Read the model and the training CSV, compress, write the compressed model and
-    the certificate (and the plausibility artifact) to ``out_dir``. ``budget``: the
-    run's time (default ``cfg.time_limit`` from now; the CLI counts it from process
-    start). Inputs are checked before anything is written; from then on ``out_dir``
-    always holds a complete set (:mod:`pace_cert.outputs`): the original unchanged
-    first, then each smaller certified model as it is found. Exit code 0 when the
-    result is smaller than the original, else 2 (the original's bytes are written)."""
+    the certificate (and the plausibility artifact) to ``out_dir``.
+
+    ``progress``: called with one-line messages; ``budget``: the run's time (default
+    ``cfg.time_limit`` from now; the CLI counts it from process start); ``on_commit``:
+    called with the certificate of each file set written (the original unchanged first,
+    then each smaller certified model, then the final result). Inputs are checked
+    before anything is written (:class:`~pace_cert.errors.InputError`, an empty region
+    included); from then on ``out_dir`` always holds a complete set. Exit code 0 when
+    the result is smaller than the original, else 2 (the original's bytes are written)."""
+    model_path, data_path, out_dir = Path(model_path), Path(data_path), Path(out_dir)
     original_bytes = _read_bytes(model_path)
     ensemble, info = read_ensemble(model_path)
     loadable_session(original_bytes, model_path)  # the certificate is about its labels
@@ -74,30 +96,108 @@ def run_compress(
     except SettingError as e:
         raise InputError(None, str(e)) from None
     data = read_csv(data_path, ensemble.classes, ensemble.n_features, target)
-    if cfg.delta > 0 and len(data.X) < 2:
-        raise InputError(data_path, "--delta > 0 needs at least 2 training rows")
+    if len(data.X) < 2:
+        raise InputError(
+            data_path,
+            "has 1 data row; compress needs at least 2 (the feature domain and the "
+            "plausibility region are inferred from the training rows)",
+        )
+    _check_region_not_empty(ensemble, data, data_path, cfg)
+    created = not out_dir.exists()
     prepare_out_dir(out_dir)
+    if budget is None:
+        budget = Budget.seconds(cfg.time_limit)
 
     output = OutputDir(out_dir) if output is None else output
-    render = _Renderer(cfg, model_path, original_bytes, info, out_dir, data)
+    render = _Renderer(cfg, model_path, original_bytes, info, out_dir, data, data_path, target)
 
-    def publish(res: CompressResult) -> None:
-        output.commit(*render.files(res)[:2])
+    def commit(res: CompressResult) -> Certificate:
+        if res.samples_kept == 0:  # the plausibility bound removed the last rows
+            cov = render.coverage(res)
+            raise InputError(
+                data_path,
+                f"no training row lies in the region ({coverage_line(cov, cfg.eta, cfg.delta)})"
+                "; lower --eta or --delta",
+            )
+        files, committed, cert = render.files(res)
+        output.commit(files, committed)
+        if on_commit is not None:
+            on_commit(cert)
+        return cert
 
-    result = compress(ensemble, data.X, cfg, progress, budget, on_improve=publish)
-    files, committed, cert = render.files(result)
-    output.commit(files, committed)
-    return CompressOutcome(committed.exit_code, cert.summary.status, out_dir, cert)
+    try:
+        result = compress(ensemble, data.X, cfg, progress, budget, on_improve=commit)
+    except BaseException:
+        if created and output.committed is None:  # nothing written: leave nothing behind
+            _remove_empty_dir(out_dir)
+        raise
+    cert = commit(result)
+    found = result.compressed.n_trees if result.certified else None
+    return CompressOutcome(
+        0 if result.smaller else 2,
+        cert.summary.status,
+        out_dir,
+        cert,
+        found=found,
+        timed_out=budget.expired(),
+    )
+
+
+def _check_region_not_empty(ensemble, data: Dataset, data_path: Path, cfg: CompressConfig) -> None:
+    """Bad input when no training row has an original margin above the region's c_o
+    (the plausibility bound can only remove more rows; the driver's first commit is
+    checked for that). The training rows always lie in the domain inferred from them."""
+    c_o = region_margin(ensemble, cfg.eta)
+    if margin_mask(ensemble, data.X, c_o).any():
+        return
+    n = len(data.X)
+    if not margin_mask(ensemble, data.X, ensemble.runtime_guard).any():
+        why = (
+            f"on all {n} rows the original's margin is within its float32 noise floor "
+            f"({ensemble.runtime_guard:.3g}: the tie band), which no region covers"
+        )
+    else:
+        why = (
+            f"on all {n} rows the original's margin is at most eta {cfg.eta:g} "
+            f"({c_o:.3g} in score units); lower --eta or --delta"
+        )
+    raise InputError(data_path, f"no training row lies in the region: {why}")
+
+
+def _remove_empty_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):  # not empty after all: someone else's files
+        path.rmdir()
 
 
 class _Renderer:
     """The files a result commits: the compressed model (the original's own bytes
     unless a smaller model was certified), the plausibility artifact, the certificate."""
 
-    def __init__(self, cfg, model_path, original_bytes, info, out_dir, data) -> None:
+    def __init__(
+        self, cfg, model_path, original_bytes, info, out_dir, data, data_path, target
+    ) -> None:
         self.cfg, self.model_path, self.original_bytes = cfg, model_path, original_bytes
         self.info, self.out_dir, self.data = info, out_dir, data
         self.original_sha = hashlib.sha256(original_bytes).hexdigest()
+        self.data_summary = DataSummary(
+            path=str(data_path),
+            sha256=_sha256_file(data_path),
+            rows=len(data.X),
+            target=target,
+        )
+        self._coverage: Coverage | None = None
+
+    def coverage(self, result: CompressResult) -> Coverage:
+        """Where the training rows lie (the region is the same in every result)."""
+        if self._coverage is None:
+            self._coverage = coverage(
+                result.original,
+                self.data.X,
+                result.region.margin,
+                result.plausibility,
+                result.domain,
+            )
+        return self._coverage
 
     def files(self, result: CompressResult) -> tuple[dict[str, bytes], Committed, Certificate]:
         cfg = self.cfg
@@ -130,11 +230,23 @@ class _Renderer:
             hashlib.sha256(comp_bytes).hexdigest(),
             plaus,
             self.data,
+            self.data_summary,
+            self.coverage(result),
         )
         files["certificate.json"] = (cert.model_dump_json(indent=1) + "\n").encode()  # last
         s = cert.summary
-        line = f"{s.status}: {s.trees_before} -> {s.trees_after} trees"
+        if result.smaller:
+            line = f"certified: {s.trees_before} -> {s.trees_after} trees"
+        else:
+            line = (
+                f"the original unchanged: nothing smaller than its {s.trees_before} trees was "
+                "certified (try a larger --eta or --delta, or a longer --time-limit)"
+            )
         return files, Committed(0 if result.smaller else 2, line), cert
+
+
+def _sha256_file(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def _read_bytes(path: Path) -> bytes:

@@ -12,6 +12,12 @@ import numpy as np
 
 from pace_cert.errors import InputError
 
+#: the largest magnitude of a data value: 2**120, where pace-cert's float32 overflow
+#: guard begins (soundness.md section 4). Float32 reaches 3.4e38, but a value this close
+#: to overflow is a missing-value sentinel or a unit error, not a measurement, and it
+#: would stretch ``--bounds data`` and the plausibility forest over the whole line.
+MAX_ABS_VALUE = 2.0**120
+
 
 @dataclass(frozen=True)
 class Dataset:
@@ -72,6 +78,15 @@ def read_csv(
         X32 = X.astype(np.float32)
     if not np.isfinite(X32).all():
         raise InputError(p, "a value overflows float32")
+    big = np.argwhere(np.abs(X) > MAX_ABS_VALUE)
+    if len(big):
+        r, j = (int(v) for v in big[0])
+        raise InputError(
+            p,
+            f"row {r + 2}, column {header[feat_cols[j]]!r}: {body[r][feat_cols[j]].strip()} "
+            "exceeds 2^120 (1.3e36) in magnitude: too close to float32 overflow to be a "
+            "measurement (a missing-value code?)",
+        )
     y = _label_indices(p, labels, classes)
     return Dataset(X32, y, [header[c] for c in feat_cols])
 

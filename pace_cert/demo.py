@@ -10,9 +10,11 @@ import numpy as np
 from pace_cert import zoo
 from pace_cert.app import run_compress
 from pace_cert.cert.certificate import bound_line
+from pace_cert.cert.coverage import coverage_line
 from pace_cert.cert.verify import run_verify
 from pace_cert.model.runtime import labels, session
 from pace_cert.outputs import write_atomic
+from pace_cert.report import write_report
 from pace_cert.settings import CompressConfig
 
 
@@ -46,6 +48,8 @@ def run_demo(
     comp_path = out / "compressed" / "compressed.onnx"
     cert_path = out / "compressed" / "certificate.json"
     rep = run_verify(model_path, comp_path, cert_path, threads=2)
+    report_path = out / "compressed" / "report.html"
+    write_report(cert_path, report_path)
     lo = labels(session(model_path.read_bytes()), Xte.astype(np.float32))
     lc = labels(session(comp_path.read_bytes()), Xte.astype(np.float32))
     echo("")
@@ -56,10 +60,13 @@ def run_demo(
     )
     if line := bound_line(s, res.certificate.original.max_depth):
         echo("  " + line.rstrip())
+    reg = res.certificate.region
+    if reg.coverage is not None:
+        echo("  region: " + coverage_line(reg.coverage, reg.eta, reg.delta))
     echo(
         f"  held-out: fidelity {np.mean(lo == lc):.4f}, accuracy original "
         f"{np.mean(lo == yte):.4f} / compressed {np.mean(lc == yte):.4f}"
     )
     echo(f"verify:   {rep.status}: {rep.message}")
-    echo(f"files:    {comp_path}, {cert_path}")
+    echo(f"files:    {comp_path}, {cert_path}, {report_path}")
     return max(res.exit_code, rep.exit_code)

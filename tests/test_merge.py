@@ -10,10 +10,10 @@ import shutil
 
 import numpy as np
 import pytest
-from pace_cert.cli.main import app
 from typer.testing import CliRunner
 
 from pace_cert import zoo
+from pace_cert.cli.main import app
 from pace_cert.driver.phases.merge_original import merge_original, trimmed_size
 from pace_cert.driver.phases.witness_bound import update_witness_bound
 from pace_cert.driver.runner import compress
@@ -103,8 +103,9 @@ def test_certificate_names_the_merged_trees_and_verifies(compress_run):
     """AdaBoost of 20 stumps on cancer: the merged original is the result; every
     original tree is in exactly one compressed tree's ``original_trees``, ``merged``
     counts them, and `verify` (onnxruntime replay of the training rows) accepts it."""
-    from pace_cert.cli.main import app
     from typer.testing import CliRunner
+
+    from pace_cert.cli.main import app
 
     r = compress_run("cancer", "ada", 20, 1, "--mode", "prune")
     assert r.exit_code == 0, r.stdout + r.stderr
@@ -166,9 +167,10 @@ def test_tampered_learners_are_refuted(compress_run, tmp_path, edit, why):
 
 def test_inconclusive_certificate_names_every_original_tree_and_is_not_refuted(tmp_path):
     """A run stopped before any certificate writes the original; its learners name each
-    original tree once (itself), so `verify` checks them and does not refute (exit 0:
-    the original is faithful to itself). Before the fix the entries named no trees and
-    verify refuted a valid certificate."""
+    original tree once (itself), so `verify` checks them and does not refute. Before the
+    fix the entries named no trees and verify refuted a valid certificate. The
+    certificate claims no compression, so verify answers inconclusive (exit 2), never
+    "verified" (issue 40)."""
     from pace_cert.app import run_compress
 
     model_path, data_path = write_small_problem(tmp_path, "ada", 16, 1, 0)
@@ -183,7 +185,8 @@ def test_inconclusive_certificate_names_every_original_tree_and_is_not_refuted(t
         ["verify", str(model_path), str(out / "compressed.onnx"),
          str(out / "certificate.json")],
     )  # fmt: skip
-    assert rep.exit_code == 0, rep.output
+    assert rep.exit_code == 2, rep.output
+    assert rep.stdout.startswith("inconclusive:") and "verified" not in rep.stdout
     assert "learners: the 16 original trees" in rep.output
 
 

@@ -71,3 +71,22 @@ def test_the_graph_sees_imports_inside_functions():
     """The checks above would pass vacuously if function-level imports were missed."""
     graph = _graph()
     assert "pace_cert.region.plausibility" in graph["pace_cert.driver.state"]
+
+
+def test_every_package_is_installed():
+    """pyproject's package list names every folder of pace_cert with Python modules
+    (a wheel built from it must not lack one), and the CLI folder as pace_cert.cli."""
+    import tomllib
+
+    listed = set(
+        tomllib.loads((ROOT.parent / "pyproject.toml").read_text())["tool"]["setuptools"][
+            "packages"
+        ]
+    )
+    folders = {
+        ".".join(("pace_cert", *p.relative_to(ROOT).parts))
+        for p in [ROOT, *ROOT.rglob("*")]
+        if p.is_dir() and (any(p.glob("*.py")) or p.name == "data") and p.name != "__pycache__"
+    }
+    assert listed == folders | {"pace_cert.cli"}
+    assert (CLI / "main.py").exists()

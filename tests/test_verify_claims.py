@@ -57,7 +57,7 @@ def _relabel_history(d):
 
 def _history_label_not_a_class(d):
     p = next(p for p in d["pairs"] if p["history"])
-    p["history"][0]["compressed_label"] = 7
+    p["history"][0]["original_label"] = 7
 
 
 def _bound_below_witnesses(d):
@@ -95,7 +95,7 @@ def _more_trees_after(d):
         (_drop_pair, "pairs: 1 entries"),
         (_history_of_other_pair, "history points of another pair"),
         (_relabel_history, "states original label"),
-        (_history_label_not_a_class, "history labels the models do not have"),
+        (_history_label_not_a_class, "states original label 7"),
         (_bound_below_witnesses, "below its own witness_bound"),
         (_more_trees, "original.trees"),
         (_more_trees_after, "summary.trees_after"),
@@ -385,3 +385,211 @@ def test_probe_refutes_a_model_the_proof_let_through(run, tmp_path, monkeypatch)
     orig_ir, _ = read_ensemble(run.model)
     forest = load_artifact(out / c["region"]["plausibility"]["path"])
     assert region_mask(orig_ir, c["region"]["margin_threshold"], forest, x)[0]
+
+
+# ------------------------------------------------ issue 40: every claim checked or stated
+
+
+def _claims(rep: dict) -> dict[str, str]:
+    return {c["key"]: c["status"] for c in rep["claims"]}
+
+
+def test_json_has_stable_keys_and_every_claim_is_checked_or_stated(run, tmp_path):
+    comp, cert, _ = copy_run(run, tmp_path)
+    res = invoke("verify", run.model, comp, cert, "--json", "--data", run.data)
+    rep = json.loads(res.stdout)
+    assert res.exit_code == 0 and rep["verified"] is True, rep
+    assert rep["certificate_status"] == "certified" and rep["identical_models"] is False
+    assert {p["status"] for p in rep["pairs"]} == {"INFEASIBLE"}
+    assert all(set(c) == {"key", "status", "text"} for c in rep["claims"])
+    assert {c["status"] for c in rep["claims"]} == {"checked", "stated"}
+    claims = _claims(rep)
+    for key in ("faithfulness", "models", "history.points", "learners", "data.coverage"):
+        assert claims[key] == "checked", key  # data.coverage: --data is compress's file
+    for key in ("history.completeness", "region.parameters", "data.agreement", "run"):
+        assert claims[key] == "stated", key
+    text = invoke("verify", run.model, comp, cert).stdout
+    assert "certificate: certified" in text
+    assert "stated: history: that these are all the separating samples" in text
+
+
+def test_a_raised_size_lower_bound_is_refuted_or_stated(run, tmp_path):
+    """The issue's case: size_lower_bound raised to the compressed size, a false
+    'minimal'. In mode prune no synthesis proof runs, so it is refuted; claimed as a
+    pace-mode synthesis bound, verify cannot re-check it and says so (never 'checked')."""
+    comp, cert, _ = copy_run(run, tmp_path)
+    c = json.loads(cert.read_text())
+    trees = c["summary"]["trees_after"]
+    assert c["summary"]["witness_bound"] < trees  # precondition: a bound the witnesses lack
+    edit_cert(cert, _set("summary", "size_lower_bound", value=trees))
+    res = invoke("verify", run.model, comp, cert)
+    no_internal_error(res)
+    assert res.exit_code == 1 and "synthesis proofs run only in mode pace" in res.stdout
+    edit_cert(cert, _set("summary", "mode", value="pace"))
+    res = invoke("verify", run.model, comp, cert)
+    assert res.exit_code == 0, res.output
+    assert f"stated: size lower bound: no faithful model of fewer than {trees} trees" in res.stdout
+    assert "which verify does not re-check" in res.stdout
+    assert "stated: minimal: " in res.stdout and "checked: minimal" not in res.stdout
+    rep = json.loads(invoke("verify", run.model, comp, cert, "--json").stdout)
+    claims = _claims(rep)
+    assert claims["size_lower_bound.synthesis"] == "stated" and claims["minimal"] == "stated"
+    assert claims["size_lower_bound.witnesses"] == "checked"
+
+
+def test_a_bound_above_the_original_is_refuted(run, tmp_path):
+    comp, cert, _ = copy_run(run, tmp_path)
+
+    def fn(d):
+        d["summary"]["mode"] = "pace"
+        d["summary"]["size_lower_bound"] = d["original"]["trees"] + 1
+
+    edit_cert(cert, fn)
+    res = invoke("verify", run.model, comp, cert)
+    assert res.exit_code == 1 and "exceeds the original's" in res.stdout, res.output
+
+
+def test_a_certified_certificate_flipped_to_inconclusive_is_refuted(run, tmp_path):
+    """summary.certified and status flipped together: an inconclusive run writes the
+    original unchanged and keeps no proof, so the compressed model and the pairs
+    contradict it."""
+    comp, cert, _ = copy_run(run, tmp_path)
+
+    def fn(d):
+        d["summary"]["certified"], d["summary"]["status"] = False, "inconclusive"
+
+    edit_cert(cert, fn)
+    res = invoke("verify", run.model, comp, cert)
+    no_internal_error(res)
+    assert res.exit_code == 1, res.output
+    assert "the compressed model is not the original" in res.stdout
+    assert "verified" not in res.stdout
+
+
+def test_history_compressed_labels_are_gone_or_stated(run, tmp_path):
+    """Schema 1.4 writes no compressed_label (the label of an intermediate candidate,
+    which verify cannot replay): a 1.4 certificate carrying one is invalid; an older one
+    has its labels dropped and reported as stated, never as verified."""
+    comp, cert, _ = copy_run(run, tmp_path)
+    c = json.loads(cert.read_text())
+    assert c["schema_version"] == "1.4"
+    assert all("compressed_label" not in h for p in c["pairs"] for h in p["history"])
+
+    def add_label(d):
+        p = next(p for p in d["pairs"] if p["history"])
+        p["history"][0]["compressed_label"] = p["history"][0]["original_label"]
+
+    edit_cert(cert, add_label)
+    res = invoke("verify", run.model, comp, cert)
+    no_internal_error(res)
+    assert res.exit_code == 3 and "compressed_label" in res.stderr, res.output
+    edit_cert(cert, _set("schema_version", value="1.3"))
+    res = invoke("verify", run.model, comp, cert)
+    assert res.exit_code == 0, res.output
+    assert "stated: history: 1 history compressed labels (schema 1.3)" in res.stdout
+    rep = json.loads(invoke("verify", run.model, comp, cert, "--json").stdout)
+    assert _claims(rep)["history.compressed_labels"] == "stated"
+
+
+def test_emptied_histories_are_reported_as_stated(run, tmp_path):
+    """Which samples the run added is a record verify cannot replay: with the histories
+    emptied, it replays none and says that completeness is stated."""
+    comp, cert, _ = copy_run(run, tmp_path)
+
+    def empty(d):
+        for p in d["pairs"]:
+            p["history"] = []
+
+    edit_cert(cert, empty)
+    res = invoke("verify", run.model, comp, cert)
+    assert res.exit_code == 0, res.output
+    assert "checked: history: 0 separating samples replayed" in res.stdout
+    assert "stated: history: that these are all the separating samples" in res.stdout
+    rep = json.loads(invoke("verify", run.model, comp, cert, "--json").stdout)
+    assert _claims(rep)["history.completeness"] == "stated"
+
+
+def test_coverage_is_recounted_from_the_same_data_file(run, tmp_path):
+    comp, cert, _ = copy_run(run, tmp_path)
+    res = invoke("verify", run.model, comp, cert, "--data", run.data)
+    assert "checked: data coverage: where the" in res.stdout, res.stdout
+    other = tmp_path / "other.csv"
+    other.write_text("\n".join(run.data.read_text().splitlines()[:-1]) + "\n")
+    res = invoke("verify", run.model, comp, cert, "--data", other)
+    assert res.exit_code == 0 and "stated: data coverage: --data is not the file" in res.stdout
+    edit_cert(cert, lambda d: d["region"]["coverage"].__setitem__("tie_band", 5))
+    res = invoke("verify", run.model, comp, cert, "--data", run.data)
+    assert res.exit_code == 1 and "region.coverage tie_band 5" in res.stdout, res.output
+
+
+@pytest.fixture(scope="module")
+def fallback(zoo_model, tmp_path_factory):
+    """A run stopped at once (eta = delta = 0.1): the original written unchanged."""
+    from pace_cert.app import run_compress
+    from pace_cert.settings import CompressConfig
+
+    model, data = zoo_model("compas", "rf", 20, 2)
+    out = tmp_path_factory.mktemp("fallback") / "out"
+    cfg = CompressConfig.of(mode="prune", eta=0.1, delta=0.1, time_limit=0.001)
+    res = run_compress(model, data, out, cfg)
+    assert res.exit_code == 2 and res.status == "inconclusive"
+    return model, out
+
+
+def _no_solver(monkeypatch):
+    from pace_cert.oracle.cpsat import SeparationOracle
+
+    def no_proof(*args, **kwargs):
+        raise AssertionError("CP-SAT ran on identical models")
+
+    monkeypatch.setattr(SeparationOracle, "separate", no_proof)
+
+
+def test_a_fallback_certificate_verifies_in_seconds_and_is_not_verified(fallback, monkeypatch):
+    """Compressed = original: nothing to prove, no solver runs; the certificate claims
+    no compression, so verify says inconclusive, never 'verified' (the issue: over 300 s
+    of CP-SAT, then 'verified' with eta/delta)."""
+    import time
+
+    _no_solver(monkeypatch)
+    model, out = fallback
+    comp, cert = out / "compressed.onnx", out / "certificate.json"
+    t0 = time.perf_counter()
+    res = invoke("verify", model, comp, cert)
+    assert time.perf_counter() - t0 < 30
+    no_internal_error(res)
+    assert res.exit_code == 2, res.output
+    assert res.stdout.startswith("inconclusive: the certificate claims no compression")
+    assert "certificate: inconclusive" in res.stdout and "verified" not in res.stdout
+    rep = json.loads(invoke("verify", model, comp, cert, "--json").stdout)
+    assert rep["verified"] is False and rep["certificate_status"] == "inconclusive"
+    assert rep["identical_models"] is True
+    assert {p["status"] for p in rep["pairs"]} == {"IDENTICAL"}
+    assert "faithfulness" not in _claims(rep)  # not claimed, so not reported as checked
+
+
+def test_a_certified_claim_on_identical_models_needs_no_proof(fallback, tmp_path, monkeypatch):
+    """The same files under a certified certificate (pairs INFEASIBLE, E_req stated): the
+    claim holds without a solver, and verify says why."""
+    import shutil
+
+    from pace_cert.cert.claims import _required_margin
+    from pace_cert.model.onnx_reader import read_ensemble
+
+    model, out = fallback
+    d = tmp_path / "out"
+    shutil.copytree(out, d)
+    e_req = _required_margin(read_ensemble(model)[0])
+
+    def certify(c):
+        c["summary"]["certified"], c["summary"]["status"] = True, "certified"
+        c["scaling"]["compressed_margin"] = e_req
+        for p in c["pairs"]:
+            p["status"], p["compressed_margin"] = "INFEASIBLE", e_req
+
+    edit_cert(d / "certificate.json", certify)
+    _no_solver(monkeypatch)
+    res = invoke("verify", model, d / "compressed.onnx", d / "certificate.json")
+    assert res.exit_code == 0, res.output
+    assert res.stdout.startswith("verified: the compressed model is the original, byte for")
+    assert "checked: faithfulness: the two files are identical" in res.stdout

@@ -14,7 +14,9 @@ from pace_cert.cert.certificate import (
     SCALING_METHOD,
     BoundaryWitness,
     Certificate,
+    Coverage,
     CpSatParameters,
+    DataSummary,
     HistoryPoint,
     Learner,
     PairCertificate,
@@ -42,7 +44,14 @@ def build_certificate(
     comp_sha: str,
     plaus: Plausibility | None,
     data,
+    data_summary: DataSummary | None = None,
+    coverage: Coverage | None = None,
 ) -> Certificate:
+    """The certificate of result ``r`` (``data``: the training rows, a
+    :class:`pace_cert.data.Dataset`; ``data_summary`` and ``coverage``: the CSV's hash
+    and where its rows lie, see :mod:`pace_cert.cert.coverage`). History points carry no
+    label of the candidate that met them: that model is gone, verify could not replay
+    it."""
     classes = r.original.classes
     comp = r.compressed
     oracle = cfg.tuning.oracle
@@ -56,7 +65,6 @@ def build_certificate(
                 y=label(classes, h.y),
                 point=[float(v) for v in h.point],
                 original_label=label(classes, h.original_label),
-                compressed_label=label(classes, h.compressed_label),
             )
         )
     k = r.original.n_classes
@@ -128,6 +136,7 @@ def build_certificate(
         threads=cfg.threads,
         original=model_summary(orig_path, orig_sha, r.original),
         compressed=model_summary(comp_path, comp_sha, comp),
+        data=data_summary,
         learners=learners,
         region=Region(
             eta=cfg.eta,
@@ -141,6 +150,7 @@ def build_certificate(
             domain=r.domain.describe(),
             samples_kept=r.samples_kept,
             samples_dropped=r.samples_dropped,
+            coverage=coverage,
         ),
         scaling=Scaling(
             method=SCALING_METHOD,

@@ -1,7 +1,7 @@
 """The JSON certificate (SPEC §6): pydantic models, builder and schema export.
 
-``python -m pace_cert.certificate schemas/certificate.schema.json`` regenerates the
-schema; a test fails when the committed file drifts from the models.
+``python -m pace_cert.cert.certificate schemas/certificate.schema.json`` (``make schema``)
+regenerates the schema; a test fails when the committed file drifts from the models.
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = "1.3"  # 1.1: summary.size_lower_bound; 1.2: boundary witnesses (optional);
-# 1.3: learners' merged / original_trees, history phase "merge", summary.phase "merge"
+SCHEMA_VERSION = "1.4"  # 1.1: summary.size_lower_bound; 1.2: boundary witnesses (optional);
+# 1.3: learners' merged / original_trees, history phase "merge", summary.phase "merge";
+# 1.4: history points without compressed_label (the label of an intermediate candidate,
+# which verify cannot replay), data (the training CSV's hash), region.coverage
 Label = int | str
 
 
@@ -82,6 +84,27 @@ class Plausibility(_Strict):
     seed: int
 
 
+class Coverage(_Strict):
+    """Where the training rows lie with respect to the region. Every row is counted once,
+    in the first of these that applies: outside the domain, in the tie band, low
+    confidence, implausible; the rest are inside (``inside`` equals ``samples_kept``)."""
+
+    rows: int = Field(description="training rows (the data file's data rows)")
+    inside: int = Field(description="rows inside the region")
+    outside_domain: int = Field(description="rows outside the stated feature domain")
+    tie_band: int = Field(
+        description="rows where the original's own margin is at most runtime_guard (its "
+        "float32 noise floor): outside every region, eta = 0 included"
+    )
+    low_confidence: int = Field(
+        description="rows above the tie band whose original margin is at most "
+        "margin_threshold (eta)"
+    )
+    implausible: int = Field(
+        description="rows with margin above margin_threshold but A(x) < delta_abs"
+    )
+
+
 class Region(_Strict):
     eta: float
     eta_units: Literal["vote share", "raw score"]
@@ -99,6 +122,10 @@ class Region(_Strict):
     domain: dict
     samples_kept: int = Field(description="training rows inside the region")
     samples_dropped: int = Field(description="training rows outside it (incl. exact ties)")
+    coverage: Coverage | None = Field(
+        default=None,
+        description="the training rows by where they lie (schema 1.4; null in older certificates)",
+    )
 
 
 class Scaling(_Strict):
@@ -118,7 +145,6 @@ class HistoryPoint(_Strict):
     y: Label
     point: list[float] = Field(description="float32 values, exact when parsed as float32")
     original_label: Label
-    compressed_label: Label
 
 
 class PairCertificate(_Strict):
@@ -214,6 +240,16 @@ class Summary(_Strict):
     seconds: float
 
 
+class DataSummary(_Strict):
+    """The training CSV the run read (``--data``): verify ``--data`` re-counts the
+    coverage when given the same file."""
+
+    path: str = Field(description="path as given on the command line")
+    sha256: str = Field(description="SHA-256 of the file's bytes")
+    rows: int
+    target: str = Field(description="the label column (--target)")
+
+
 class Certificate(_Strict):
     schema_version: str = SCHEMA_VERSION
     tool: str = "pace-cert"
@@ -228,6 +264,9 @@ class Certificate(_Strict):
     )
     original: ModelSummary
     compressed: ModelSummary
+    data: DataSummary | None = Field(
+        default=None, description="the training CSV (schema 1.4; null in older certificates)"
+    )
     learners: list[Learner]
     region: Region
     scaling: Scaling

@@ -11,6 +11,8 @@ the faithfulness proof itself goes through. Pure functions; messages name the fi
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -152,14 +154,12 @@ def claim_problems(
             problems.append(f"summary.{key} is {getattr(s, key)}, the models give {want}")
     if s.certified != (s.status == "certified"):
         problems.append(f"summary.certified is {s.certified} but summary.status is {s.status!r}")
-    if s.size_lower_bound is not None:
-        if s.witness_bound is not None and s.size_lower_bound < s.witness_bound:
-            problems.append("summary.size_lower_bound is below its own witness_bound")
-        if s.certified and s.size_lower_bound > cert.compressed.trees:
-            problems.append(
-                f"summary.size_lower_bound {s.size_lower_bound} exceeds the certified "
-                f"model's {cert.compressed.trees} trees"
-            )
+    if not s.certified and cert.compressed.sha256 != cert.original.sha256:
+        problems.append(
+            "summary.status is inconclusive but the compressed model is not the original "
+            "(sha256 differs): an inconclusive run writes the original unchanged"
+        )
+    problems += _bound_problems(cert)
     reg = cert.region
     units = eta_units(orig)
     for key, stated, actual in (
@@ -205,8 +205,200 @@ def _pair_problems(cert: Certificate, orig: Ensemble) -> list[str]:
             problems.append(f"{where} states another compressed margin than the scaling")
         if any(h.y0 != p.y0 or h.y != p.y for h in p.history):
             problems.append(f"{where} holds history points of another pair")
-        if any(
-            h.original_label not in labels or h.compressed_label not in labels for h in p.history
-        ):
+        if not cert.summary.certified and p.status != "UNKNOWN":
+            problems.append(
+                f"{where} is {p.status} in an inconclusive certificate (no proof is kept)"
+            )
+        if any(h.original_label not in labels for h in p.history):
             problems.append(f"{where} holds history labels the models do not have")
     return problems
+
+
+def synthesis_part(cert: Certificate) -> int | None:
+    """The part of ``summary.size_lower_bound`` above the witness bound: the trees only
+    compress's CP-SAT synthesis proofs stand for (None: there is none)."""
+    s = cert.summary
+    if s.size_lower_bound is None or s.size_lower_bound <= (s.witness_bound or 0):
+        return None
+    return s.size_lower_bound
+
+
+def _bound_problems(cert: Certificate) -> list[str]:
+    """The size lower bound against what the models and the run record allow: at least
+    its witness bound; at most the certified size and the original's size (the original
+    is faithful to itself); a part above the witness bound only where compress runs its
+    synthesis proofs (mode pace, original of depth <= 2)."""
+    s, problems = cert.summary, []
+    b = s.size_lower_bound
+    if b is None:
+        return problems
+    if s.witness_bound is not None and b < s.witness_bound:
+        problems.append("summary.size_lower_bound is below its own witness_bound")
+    if s.certified and b > cert.compressed.trees:
+        problems.append(
+            f"summary.size_lower_bound {b} exceeds the certified model's "
+            f"{cert.compressed.trees} trees"
+        )
+    if b > cert.original.trees:
+        problems.append(
+            f"summary.size_lower_bound {b} exceeds the original's {cert.original.trees} "
+            "trees (the original is a faithful model of itself)"
+        )
+    if synthesis_part(cert) is not None and (s.mode != "pace" or cert.original.max_depth > 2):
+        problems.append(
+            f"summary.size_lower_bound {b} exceeds the witness bound, but synthesis proofs "
+            f"run only in mode pace on originals of depth <= 2 (mode {s.mode}, depth "
+            f"{cert.original.max_depth})"
+        )
+    return problems
+
+
+# --------------------------------------------------------------------------- catalog
+
+Handling = Literal["checked", "stated"]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One statement of a certificate and what ``verify`` does with it: ``checked``
+    (recomputed from the two ONNX files, the plausibility artifact and, for the data,
+    the same CSV; a contradiction refutes) or ``stated`` (a record or a parameter verify
+    takes as given). ``key`` is stable (``verify --json``)."""
+
+    key: str
+    handling: Handling
+    text: str
+
+
+def claim_catalog(cert: Certificate) -> list[Claim]:
+    """What ``cert`` states, claim by claim, and how verify treats each (the report's
+    "what verify re-checks" table; verify fills in what it found)."""
+    s = cert.summary
+    identical = cert.compressed.sha256 == cert.original.sha256
+    n_pairs = len(cert.pairs)
+    n_hist = sum(len(p.history) for p in cert.pairs)
+    depth = cert.original.max_depth
+    out = [
+        Claim(
+            "status",
+            "checked",
+            f"{s.status}, consistent with the pairs"
+            + ("; the compressed model is the original, byte for byte" if not s.certified else ""),
+        )
+    ]
+    if s.certified:
+        out.append(
+            Claim(
+                "faithfulness",
+                "checked",
+                "the two files are identical: onnxruntime returns the same label everywhere, "
+                "nothing to prove"
+                if identical
+                else f"inside the region the compressed model's y0 score beats every other "
+                f"class by more than E_req, so onnxruntime returns the original's label: "
+                f"all {n_pairs} ordered pairs re-proved INFEASIBLE with fresh CP-SAT models",
+            )
+        )
+    out += [
+        Claim(
+            "models",
+            "checked",
+            "SHA-256, trees, depth, leaves, classes, features and exporter pattern of both "
+            "files; the compressed model keeps the original's input, outputs and label type",
+        ),
+        Claim(
+            "region.parameters",
+            "stated",
+            "eta, delta, the plausibility artifact (its hash is checked), the feature domain "
+            "and the seed: the parameters of the claim, which verify proves under",
+        ),
+        Claim(
+            "region.constants",
+            "checked",
+            "eta units, margin scale, runtime guard, margin threshold c_o and delta_abs: "
+            "recomputed from the original and the plausibility artifact",
+        ),
+        Claim(
+            "pairs",
+            "checked",
+            f"{n_pairs} entries, one per ordered pair, under the region's eta, delta, delta_abs "
+            "and E_req; "
+            + ("each INFEASIBLE" if s.certified else "each UNKNOWN (no proof is kept)"),
+        ),
+    ]
+    if s.certified:
+        out.append(Claim("scaling", "checked", "E_req (scaling.compressed_margin): recomputed"))
+    out += [
+        Claim(
+            "history.points",
+            "checked",
+            f"{n_hist} separating samples replayed through onnxruntime: inside the region "
+            "both models agree and the original's label is the one stated",
+        ),
+        Claim(
+            "history.completeness",
+            "stated",
+            "that these are all the separating samples the run added (a record of the run)",
+        ),
+    ]
+    if s.witness_bound is not None:
+        out.append(
+            Claim(
+                "size_lower_bound.witnesses",
+                "checked",
+                f"{len(s.boundary_witnesses)} boundary witnesses re-checked with onnxruntime: "
+                f"no faithful model of fewer than {s.witness_bound} trees of depth <= {depth}",
+            )
+        )
+    synth = synthesis_part(cert)
+    if synth is not None:
+        out.append(
+            Claim(
+                "size_lower_bound.synthesis",
+                "stated",
+                f"no faithful model of fewer than {synth} trees of depth <= {depth}: from "
+                "compress's CP-SAT synthesis proofs, which verify does not re-check",
+            )
+        )
+    if s.certified and s.size_lower_bound is not None and s.size_lower_bound >= s.trees_after:
+        by_witnesses = (s.witness_bound or 0) >= s.trees_after
+        out.append(
+            Claim(
+                "minimal",
+                "checked" if by_witnesses else "stated",
+                f"{s.trees_after} trees is minimal in the region: "
+                + (
+                    "the boundary witnesses prove it"
+                    if by_witnesses
+                    else "it rests on the synthesis proofs (stated)"
+                ),
+            )
+        )
+    out += [
+        Claim(
+            "learners",
+            "checked",
+            "each compressed tree's origin, and the original trees it names share every "
+            "split with it; an unmerged original tree scores weight times the original's "
+            "leaves (weights of merged and new trees are stated)",
+        ),
+        Claim(
+            "data.coverage",
+            "stated",
+            "where the training rows lie (inside, low confidence, implausible, tie band): "
+            "verify --data re-counts them from the same file (same SHA-256)",
+        ),
+        Claim(
+            "data.agreement",
+            "stated",
+            "fidelity and accuracies on the training rows (verify --data reports its own "
+            "agreement under onnxruntime)",
+        ),
+        Claim(
+            "run",
+            "stated",
+            "mode, phase, times, solver versions, CP-SAT settings, L1 values, reduced costs, "
+            "pricing, generation stop, l0_optimal: a record of the run",
+        ),
+    ]
+    return out

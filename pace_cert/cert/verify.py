@@ -24,7 +24,14 @@ from pydantic import ValidationError
 
 from pace_cert.budget import Budget
 from pace_cert.cert.certificate import Certificate, label
-from pace_cert.cert.claims import claim_problems, domain_arrays, is_constant, structural_problems
+from pace_cert.cert.claims import (
+    claim_catalog,
+    claim_problems,
+    domain_arrays,
+    is_constant,
+    structural_problems,
+)
+from pace_cert.cert.coverage import coverage, coverage_line
 from pace_cert.errors import InputError
 from pace_cert.model.ensemble import LEAF, structure_key
 from pace_cert.model.onnx_reader import ensemble_from_model, load_onnx
@@ -39,10 +46,20 @@ from pace_cert.region.witness import Witness, check_witnesses
 from pace_cert.region.witness import size_bound as witness_size_bound
 
 EXHAUSTIVE_LIMIT = 2_000_000
+#: pair status when no proof is needed: the two files are the same bytes
+IDENTICAL = "IDENTICAL"
+#: pair status when the certificate claims no proof (inconclusive) and none is run
+NOT_CLAIMED = "NOT CLAIMED"
 
 
 @dataclass
 class VerifyReport:
+    """verify's answer. ``status``: verified (exit 0: every claim the certificate makes
+    that verify checks holds, the proof included), refuted (1), inconclusive (2: verify's
+    time limit stopped the proof, or the certificate itself is inconclusive and claims
+    no compression). ``claims``: each statement of the certificate with ``checked``
+    (re-done here), ``stated`` (taken as given; verify says so) or ``refuted``."""
+
     exit_code: int
     status: str  # verified | refuted | inconclusive
     message: str
@@ -55,20 +72,37 @@ class VerifyReport:
     data_rows: int | None = None  # --data: rows replayed
     data_inside: int | None = None  # of them inside the region (domain included)
     data_outside_domain: int | None = None  # of them outside the stated domain (not covered)
+    data_agreement: float | None = None  # --data: share of rows with equal onnxruntime labels
+    data_same_file: bool | None = None  # --data is the file compress read (same SHA-256)
+    coverage: dict | None = None  # --data: where the rows lie (cert/coverage.py)
     probe_points: int | None = None  # --probe: random points near the data replayed
     probe_inside: int | None = None  # of them inside the region
     witnesses_checked: int | None = None  # boundary witnesses re-checked (size lower bound)
     witness_bound: int | None = None  # the bound they give: fewer trees cannot be faithful
     size_lower_bound: int | None = None  # the certificate's bound (>= witness_bound; the
-    # rest, from compress's CP-SAT synthesis proofs, is not re-checked)
+    # rest, from compress's CP-SAT synthesis proofs, is not re-checked: claims say so)
     merged_trees_checked: int | None = None  # original trees named by learners, re-checked
+    certificate_status: str | None = None  # what the certificate says: certified | inconclusive
+    identical: bool = False  # the compressed file is the original, byte for byte
+    claims: list[dict] = field(default_factory=list)  # {key, status, text}
+
+    @property
+    def verified(self) -> bool:
+        return self.exit_code == 0
 
     def to_json(self) -> dict:
+        """Stable keys: ``verified`` (bool), ``status``, ``certificate_status``,
+        ``pairs``, ``claims`` (each ``{key, status: checked | stated | refuted, text}``)
+        and the counts."""
         return {
+            "verified": self.verified,
             "status": self.status,
             "exit_code": self.exit_code,
             "message": self.message,
+            "certificate_status": self.certificate_status,
+            "identical_models": self.identical,
             "pairs": self.pairs,
+            "claims": self.claims,
             "counterexample": self.counterexample,
             "replayed_points": self.replayed,
             "exhaustive_cells": self.exhaustive_cells,
@@ -77,6 +111,9 @@ class VerifyReport:
             "data_rows": self.data_rows,
             "data_inside_region": self.data_inside,
             "data_outside_domain": self.data_outside_domain,
+            "data_agreement": self.data_agreement,
+            "data_same_file": self.data_same_file,
+            "coverage": self.coverage,
             "probe_points": self.probe_points,
             "probe_inside_region": self.probe_inside,
             "witnesses_checked": self.witnesses_checked,
@@ -90,19 +127,56 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+#: the first schema without history compressed labels
+NO_HISTORY_LABELS = (1, 4)
+
+
 def load_certificate(path: Path) -> Certificate:
+    """The certificate at ``path`` (InputError when unreadable or invalid). Schema 1.3
+    and older wrote a ``compressed_label`` per history point (the label of the round's
+    candidate, a model no longer there); it is dropped here: verify cannot replay it
+    (:func:`legacy_history_labels` tells whether there were any)."""
+    return _load(path)[0]
+
+
+def legacy_history_labels(path: Path) -> int:
+    """How many history ``compressed_label`` fields an older certificate carried."""
+    return _load(path)[1]
+
+
+def _load(path: Path) -> tuple[Certificate, int]:
     try:
         text = Path(path).read_text()
     except FileNotFoundError:
         raise InputError(path, "file not found") from None
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(path, f"cannot read certificate ({e})") from None
+    dropped = 0
     try:
-        return Certificate.model_validate_json(text)
+        raw = json.loads(text)
+    except json.JSONDecodeError:
+        raw = None  # pydantic names the problem below
+    if isinstance(raw, dict) and _version(raw.get("schema_version")) < NO_HISTORY_LABELS:
+        for p in raw.get("pairs") or []:
+            for h in (p.get("history") or []) if isinstance(p, dict) else []:
+                if isinstance(h, dict) and "compressed_label" in h:
+                    del h["compressed_label"]
+                    dropped += 1
+        text = json.dumps(raw)
+    try:
+        return Certificate.model_validate_json(text), dropped
     except ValidationError as e:
         first = e.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise InputError(path, f"not a valid certificate ({where}: {first['msg']})") from None
+
+
+def _version(v: object) -> tuple[int, int]:
+    try:
+        major, minor = (int(x) for x in str(v).split(".")[:2])
+    except ValueError:
+        return (99, 99)  # not a version: treated as current (no field is dropped)
+    return major, minor
 
 
 def _plausibility(cert: Certificate, cert_path: Path, comp_path: Path):
@@ -154,12 +228,14 @@ def run_verify(
     data_path: Path | None = None,
     probe: int = 0,
 ) -> VerifyReport:
-    """Re-prove the certificate; the report names the input domain the proof covers.
+    """Re-prove the certificate; the report names the input domain the proof covers and
+    says, claim by claim, what was checked and what is only stated.
 
     ``probe``: also replay this many random points near the ``data_path`` rows
     (:func:`pace_cert.region.probe_points`, seeded by the certificate's seed) through
     onnxruntime; one inside the region where the two models disagree refutes the
-    certificate. Uses no solver: a check on the proof, not a second proof."""
+    certificate. Uses no solver: a check on the proof, not a second proof. When the two
+    files are identical no solver runs at all: there is nothing to prove."""
     if threads < 1:
         raise InputError(None, f"--threads must be >= 1, got {threads}")
     if time_limit is not None and not time_limit > 0:  # NaN too
@@ -168,18 +244,43 @@ def run_verify(
         raise InputError(None, f"--probe must be >= 0, got {probe}")
     if probe and data_path is None:
         raise InputError(None, "--probe needs --data (its points are drawn near the data rows)")
-    cert = load_certificate(cert_path)
-    return _prove(
+    cert, dropped = _load(cert_path)
+    rep = _prove(
         cert,
         cert_path,
-        original_path,
-        compressed_path,
+        Path(original_path),
+        Path(compressed_path),
         threads,
         time_limit,
         exhaustive,
-        data_path,
+        None if data_path is None else Path(data_path),
         probe,
     )
+    if dropped:
+        rep.claims.append(
+            _claim(
+                "history.compressed_labels",
+                "stated",
+                f"{dropped} history compressed labels (schema {cert.schema_version}): labels "
+                "of intermediate candidates, which verify cannot replay; ignored",
+            )
+        )
+    return rep
+
+
+@dataclass
+class _Context:
+    """What ``_prove`` rebuilt from the files, handed to the checks."""
+
+    cert: Certificate
+    orig: object
+    comp: object
+    forest: object
+    domain: object
+    c_o: float
+    so: object
+    sc: object
+    identical: bool
 
 
 def _prove(
@@ -195,7 +296,7 @@ def _prove(
 ) -> VerifyReport:
     load_onnx(original_path)
     load_onnx(compressed_path)
-    ob, cb = Path(original_path).read_bytes(), Path(compressed_path).read_bytes()
+    ob, cb = original_path.read_bytes(), compressed_path.read_bytes()
     if _sha(ob) != cert.original.sha256:
         raise InputError(original_path, "does not match the certificate (sha256 differs)")
     if _sha(cb) != cert.compressed.sha256:
@@ -228,7 +329,7 @@ def _prove(
     problems = structural_problems(cert, orig.n_features)
     if problems:
         raise InputError(cert_path, "; ".join(problems))
-    forest = _plausibility(cert, Path(cert_path), Path(compressed_path))
+    forest = _plausibility(cert, Path(cert_path), compressed_path)
     try:
         binary, integer, lower, upper = domain_arrays(cert.region.domain, orig.n_features)
     except ValueError as e:
@@ -254,94 +355,190 @@ def _prove(
             f"region.delta_abs {forest.delta_abs!r} exceeds every plausibility score the "
             f"artifact can give ({ceiling!r}): the region is empty"
         )
-    X_data = None
+    X_data, data_sha = None, None
     if data_path is not None:
         from pace_cert.data import read_csv
 
-        X_data = read_csv(data_path, orig.classes, orig.n_features).X.astype(np.float32)
+        target = cert.data.target if cert.data is not None else "target"
+        X_data = read_csv(data_path, orig.classes, orig.n_features, target).X
+        data_sha = _sha(data_path.read_bytes())
     X_probe = None if X_data is None else probe_points(X_data, probe, cert.seed)
-    n_cells = _cell_count(domain) if exhaustive else 0
+    ctx = _Context(cert, orig, comp, forest, domain, c_o, so, sc, ob == cb)
+    n_cells = _cell_count(domain) if exhaustive and not ctx.identical else 0
     if n_cells > EXHAUSTIVE_LIMIT:  # before any solving
         raise InputError(None, f"--exhaustive: {n_cells} cells exceed {EXHAUSTIVE_LIMIT}")
     replay = None if X_data is None else np.vstack([X_data, X_probe])
-    rep = _faithfulness(
-        cert, orig, comp, forest, domain, c_o, (so, sc), threads, time_limit, exhaustive, replay
-    )
+    rep = _faithfulness(ctx, threads, time_limit, exhaustive, replay)
     if problems and rep.exit_code != 1:  # a counterexample says more; else the claims
-        rep = VerifyReport(1, "refuted", "certificate: " + "; ".join(problems[:3]), rep.pairs)
-    rep.domain, rep.region = domain.describe(), stated
+        rep = _refuted(rep, "certificate", "certificate: " + "; ".join(problems[:3]))
     if X_data is not None:
-        rep.data_rows = len(X_data)
-        rep.data_inside = int(region_mask(orig, c_o, forest, X_data, domain).sum())
-        rep.data_outside_domain = int((~domain.contains(X_data)).sum())
+        rep = _data_checks(ctx, rep, X_data, data_sha)
+    rep.domain, rep.region = domain.describe(), stated
+    rep.certificate_status = cert.summary.status
+    rep.identical = ctx.identical
     if probe:
         rep.probe_points = len(X_probe)
         rep.probe_inside = int(region_mask(orig, c_o, forest, X_probe, domain).sum())
     return rep
 
 
+def _claim(key: str, status: str, text: str) -> dict:
+    return {"key": key, "status": status, "text": text}
+
+
+def _refuted(rep: VerifyReport, key: str, message: str, counterexample=None) -> VerifyReport:
+    """``rep`` turned into a refutation of ``key``: the one claim listed (a refuted
+    certificate is not read further, so no other claim is reported as checked)."""
+    return VerifyReport(
+        1,
+        "refuted",
+        message,
+        rep.pairs,
+        counterexample,
+        rep.replayed,
+        claims=[_claim(key, "refuted", message)],
+    )
+
+
+def _data_checks(ctx: _Context, rep: VerifyReport, X: np.ndarray, data_sha: str) -> VerifyReport:
+    """--data: the rows' counts and onnxruntime agreement; when the file is the one
+    compress read (same SHA-256), its stated coverage is re-counted (a difference
+    refutes)."""
+    cert = ctx.cert
+    cov = coverage(ctx.orig, X, ctx.c_o, ctx.forest, ctx.domain)
+    same = cert.data is not None and cert.data.sha256 == data_sha
+    stated = cert.region.coverage
+    if rep.exit_code != 1 and same and stated is not None and stated != cov:
+        diff = [
+            f"{k} {getattr(stated, k)} (the file gives {getattr(cov, k)})"
+            for k in type(cov).model_fields
+            if getattr(stated, k) != getattr(cov, k)
+        ]
+        rep = _refuted(rep, "data.coverage", "certificate: region.coverage " + "; ".join(diff))
+    elif rep.exit_code != 1 and same and stated is not None:
+        _set_claim(
+            rep,
+            "data.coverage",
+            "checked",
+            f"where the {cov.rows} training rows lie, re-counted from the same file "
+            f"(SHA-256): {coverage_line(cov, cert.region.eta, cert.region.delta)}",
+        )
+    elif rep.exit_code != 1 and cert.data is not None and not same:
+        _set_claim(
+            rep,
+            "data.coverage",
+            "stated",
+            "--data is not the file compress read (SHA-256 differs): the stated coverage "
+            "is not re-counted",
+        )
+    rep.data_rows = len(X)
+    rep.data_inside = cov.inside
+    rep.data_outside_domain = cov.outside_domain
+    rep.data_same_file = same
+    rep.coverage = cov.model_dump()
+    if ctx.identical:
+        rep.data_agreement = 1.0
+    else:
+        rep.data_agreement = float(np.mean(labels(ctx.so, X) == labels(ctx.sc, X)))
+    return rep
+
+
+def _set_claim(rep: VerifyReport, key: str, status: str, text: str) -> None:
+    for c in rep.claims:
+        if c["key"] == key:
+            c["status"], c["text"] = status, text
+            return
+    rep.claims.append(_claim(key, status, text))
+
+
 def _faithfulness(
-    cert: Certificate,
-    orig,
-    comp,
-    forest,
-    domain,
-    c_o: float,
-    sessions,
+    ctx: _Context,
     threads: int,
     time_limit: float | None,
     exhaustive: bool,
     X_data: np.ndarray | None,
 ) -> VerifyReport:
-    """The proof (fresh CP-SAT models per pair), the onnxruntime replays (history
-    points, ``X_data``, every cell with ``exhaustive``) and the size-bound and learner
-    claims that need onnxruntime or the trees' splits."""
-    so, sc = sessions
-    pl_model = None if forest is None else ScoreModel.sum_of(forest.trees)
-    region = RegionSpec(c_o, pl_model, None if forest is None else forest.delta_abs)
-    original = ScoreModel.from_ensemble(orig)
-    hints = Screen(domain, original, region, seed=cert.seed)  # every cell of a small domain
-    oracle = SeparationOracle(domain, original, region, seed=cert.seed, hints=hints)
-    results = oracle.separate(
-        ScoreModel.from_ensemble(comp),
-        required_margin(comp),
-        threads=threads,
-        budget=Budget.seconds(time_limit),
-    )
-    pairs = [
-        {
-            "y0": label(orig.classes, r.y0),
-            "y": label(orig.classes, r.y),
-            "status": r.status,
-            "seconds": round(r.seconds, 4),
-        }
-        for r in results
-    ]
-    for r in results:
-        if r.status == "FEASIBLE":
-            x = r.point[None, :]
-            lo, lc = labels(so, x)[0], labels(sc, x)[0]
-            why = (
-                "the models disagree"
-                if lo != lc
-                else "the compressed margin is not above the rounding bound there"
-            )
-            return VerifyReport(
-                1,
-                "refuted",
-                f"pair ({label(orig.classes, r.y0)}, {label(orig.classes, r.y)}): {why}",
-                pairs,
-                _counterexample(x[0], lo, lc),
-            )
+    """The proof (fresh CP-SAT models per pair; none when the two files are identical
+    or the certificate claims none), the onnxruntime replays (history points,
+    ``X_data``, every cell with ``exhaustive``) and the size-bound and learner claims
+    that need onnxruntime or the trees' splits."""
+    cert, orig, comp = ctx.cert, ctx.orig, ctx.comp
+    forest, domain, c_o, so, sc = ctx.forest, ctx.domain, ctx.c_o, ctx.so, ctx.sc
+    certified = cert.summary.certified
+    catalog = {c.key: c for c in claim_catalog(cert)}
+    claims: list[dict] = []
+
+    def check(key: str, text: str | None = None) -> None:
+        c = catalog.get(key)
+        claims.append(_claim(key, c.handling if c else "checked", text or (c.text if c else "")))
+
+    def refute(key: str, message: str, counterexample=None, n_cells=None) -> VerifyReport:
+        return VerifyReport(
+            1,
+            "refuted",
+            message,
+            pairs,
+            counterexample,
+            replayed,
+            n_cells,
+            claims=[_claim(key, "refuted", message)],
+        )
+
+    labels_of = [label(orig.classes, i) for i in range(orig.n_classes)]
+    ordered = [(a, b) for a in range(orig.n_classes) for b in range(orig.n_classes) if a != b]
+    replayed = 0
+    if ctx.identical or not certified:
+        status = IDENTICAL if ctx.identical else NOT_CLAIMED
+        pairs = [
+            {"y0": labels_of[a], "y": labels_of[b], "status": status, "seconds": 0.0}
+            for a, b in ordered
+        ]
+        results = None
+    else:
+        pl_model = None if forest is None else ScoreModel.sum_of(forest.trees)
+        region = RegionSpec(c_o, pl_model, None if forest is None else forest.delta_abs)
+        original = ScoreModel.from_ensemble(orig)
+        hints = Screen(domain, original, region, seed=cert.seed)  # every cell of a small domain
+        oracle = SeparationOracle(domain, original, region, seed=cert.seed, hints=hints)
+        results = oracle.separate(
+            ScoreModel.from_ensemble(comp),
+            required_margin(comp),
+            threads=threads,
+            budget=Budget.seconds(time_limit),
+        )
+        pairs = [
+            {
+                "y0": label(orig.classes, r.y0),
+                "y": label(orig.classes, r.y),
+                "status": r.status,
+                "seconds": round(r.seconds, 4),
+            }
+            for r in results
+        ]
+        for r in results:
+            if r.status == "FEASIBLE":
+                x = r.point[None, :]
+                lo, lc = labels(so, x)[0], labels(sc, x)[0]
+                why = (
+                    "the models disagree"
+                    if lo != lc
+                    else "the compressed margin is not above the rounding bound there"
+                )
+                return refute(
+                    "faithfulness",
+                    f"pair ({label(orig.classes, r.y0)}, {label(orig.classes, r.y)}): {why}",
+                    _counterexample(x[0], lo, lc),
+                )
     # replay: history points (and data) inside the region must agree under onnxruntime
-    pts = [h.point for p in cert.pairs for h in p.history]
-    X = np.asarray(pts, np.float32).reshape(-1, orig.n_features)
+    hist = [h for p in cert.pairs for h in p.history]
+    X = np.asarray([h.point for h in hist], np.float32).reshape(-1, orig.n_features)
     if X_data is not None:
         X = np.vstack([X, X_data])
-    bad = _disagreements(orig, c_o, forest, domain, X, so, sc)
-    if bad is not None:
-        return VerifyReport(1, "refuted", "replayed point disagrees", pairs, bad, len(X))
-    hist = [h for p in cert.pairs for h in p.history]
+    replayed = len(X)
+    if not ctx.identical:  # identical files give identical labels: nothing to compare
+        bad = _disagreements(orig, c_o, forest, domain, X, so, sc)
+        if bad is not None:
+            return refute("history.points", "replayed point disagrees", bad)
     if hist:  # the original's label at each history point inside the region (there
         # onnxruntime's label is the IR's, which compress recorded), as stated
         Xh = X[: len(hist)]
@@ -350,41 +547,78 @@ def _faithfulness(
         wrong = [i for i, h in enumerate(hist) if inside[i] and got[i] != h.original_label]
         if wrong:
             h = hist[wrong[0]]
-            why = (
-                f"history point of pair ({h.y0}, {h.y}) states original label {h.original_label!r}"
+            return refute(
+                "history.points",
+                f"history point of pair ({h.y0}, {h.y}) states original label "
+                f"{h.original_label!r}, onnxruntime gives {got[wrong[0]]!r}",
             )
-            return VerifyReport(
-                1, "refuted", f"{why}, onnxruntime gives {got[wrong[0]]!r}", pairs, None, len(X)
-            )
+    check("history.points")
+    check("history.completeness")
     problems = _witness_problems(cert, orig, c_o, forest, domain, so)
     if problems:
-        return VerifyReport(
-            1, "refuted", "size lower bound: " + "; ".join(problems[:3]), pairs, None, len(X)
-        )
+        return refute("size_lower_bound.witnesses", "size lower bound: " + "; ".join(problems[:3]))
+    for key in ("size_lower_bound.witnesses", "size_lower_bound.synthesis", "minimal"):
+        if key in catalog:
+            check(key)
     problems = _learner_problems(cert, orig, comp)
     if problems:
-        return VerifyReport(
-            1, "refuted", "learners: " + "; ".join(problems[:3]), pairs, None, len(X)
-        )
+        return refute("learners", "learners: " + "; ".join(problems[:3]))
+    n_checked = sum(len(lr.original_trees) for lr in cert.learners)
+    check(
+        "learners",
+        f"the {n_checked} original trees the certificate names share every split of the "
+        "compressed tree naming them"
+        if _checks_learners(cert) and n_checked
+        else None,
+    )
     n_cells = None
-    if exhaustive:
+    if exhaustive and not ctx.identical:
         n_cells = _cell_count(domain)
         reps = [domain.reps[i][domain.allowed(i)] for i in range(orig.n_features)]
         grid = np.array(list(itertools.product(*reps)), np.float32).reshape(-1, orig.n_features)
         bad = _disagreements(orig, c_o, forest, domain, grid, so, sc)
         if bad is not None:
-            return VerifyReport(1, "refuted", "a cell disagrees", pairs, bad, len(X), n_cells)
-    if any(r.status != "INFEASIBLE" for r in results):
-        return VerifyReport(2, "inconclusive", "time limit before every pair was proved", pairs)
-    rep = VerifyReport(
-        0, "verified", f"all {len(results)} pairs proved INFEASIBLE", pairs, None, len(X), n_cells
-    )
+            return refute("faithfulness", "a cell disagrees", bad, n_cells)
+    for key in ("status", "models", "region.parameters", "region.constants", "pairs", "scaling"):
+        if key in catalog:
+            check(key)
+    for key in ("data.coverage", "data.agreement", "run"):
+        check(key)
+    if results is not None and any(r.status != "INFEASIBLE" for r in results):
+        return VerifyReport(
+            2,
+            "inconclusive",
+            "time limit before every pair was proved",
+            pairs,
+            claims=[
+                *claims,
+                _claim("faithfulness", "stated", "not re-proved: verify's time limit"),
+            ],
+        )
+    if not certified:
+        message = (
+            "the certificate claims no compression: compress certified nothing smaller "
+            "and the compressed model is the original, byte for byte (nothing to prove)"
+        )
+        rep = VerifyReport(2, "inconclusive", message, pairs, None, replayed)
+    elif ctx.identical:
+        message = "the compressed model is the original, byte for byte: nothing to prove"
+        rep = VerifyReport(0, "verified", message, pairs, None, replayed)
+    else:
+        message = f"all {len(results)} pairs proved INFEASIBLE"
+        rep = VerifyReport(0, "verified", message, pairs, None, replayed, n_cells)
+    if certified:
+        check("faithfulness")
+        if n_cells is not None:
+            claims[-1]["text"] += f"; every one of the {n_cells} cells replayed"
+    order = list(catalog)
+    rep.claims = sorted(claims, key=lambda c: order.index(c["key"]) if c["key"] in order else 99)
     if cert.summary.witness_bound is not None:
         rep.witnesses_checked = len(cert.summary.boundary_witnesses)
         rep.witness_bound = cert.summary.witness_bound
     rep.size_lower_bound = cert.summary.size_lower_bound
     if _checks_learners(cert):
-        rep.merged_trees_checked = sum(len(lr.original_trees) for lr in cert.learners)
+        rep.merged_trees_checked = n_checked
     return rep
 
 

@@ -1,0 +1,217 @@
+"""`pace-cert report`: one self-contained HTML page an auditor reads (issue 40).
+
+The default tests check the page's content and that it loads nothing; the slow test
+opens it in headless Chromium (Debian's package) and checks the rendered page: its DOM
+holds the tables and plots, and the screenshot is not blank."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from pace_cert.cli.main import app
+
+runner = CliRunner()
+CHROMIUM = Path("/usr/bin/chromium")
+SECTIONS = ("models", "region", "sizes", "proofs", "history", "agreement", "claims", "learners")
+
+
+def invoke(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+class _Page(HTMLParser):
+    """Tags, ids, attribute values and text of a page; raises on unbalanced tags."""
+
+    VOID = frozenset(
+        {"meta", "br", "img", "input", "link", "hr", "rect", "line", "circle", "polyline"}
+    )
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[str] = []
+        self.ids: set[str] = set()
+        self.attrs: list[str] = []
+        self.text: list[str] = []
+        self.stack: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append(tag)
+        self.attrs += [v or "" for _, v in attrs]
+        self.ids |= {v for k, v in attrs if k == "id"}
+        if tag not in self.VOID:
+            self.stack.append(tag)
+
+    def handle_startendtag(self, tag, attrs):
+        self.tags.append(tag)
+        self.attrs += [v or "" for _, v in attrs]
+
+    def handle_endtag(self, tag):
+        if tag in self.VOID:
+            return
+        assert self.stack and self.stack[-1] == tag, (tag, self.stack[-5:])
+        self.stack.pop()
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def parse(html: str) -> _Page:
+    page = _Page()
+    page.feed(html)
+    page.close()
+    assert page.stack == [], page.stack
+    return page
+
+
+@pytest.fixture(scope="module")
+def eta_delta(compress_run):
+    r = compress_run("compas", "rf", 20, 2, "--mode", "prune", "--eta", "0.1", "--delta", "0.1")
+    assert r.exit_code == 0, (r.stdout, r.stderr)
+    return r
+
+
+def _report(cert: Path, out: Path) -> str:
+    res = invoke("report", cert, "--out", out)
+    assert res.exit_code == 0, res.output
+    assert res.stdout.strip() == f"wrote {out}"
+    return out.read_text()
+
+
+def test_report_holds_what_an_auditor_reads(eta_delta, tmp_path):
+    cert_path = eta_delta.out / "certificate.json"
+    cert = json.loads(cert_path.read_text())
+    html = _report(cert_path, tmp_path / "report.html")
+    page = parse(html)
+    assert set(SECTIONS) <= page.ids
+    assert page.tags.count("table") >= 8 and page.tags.count("svg") >= 3
+    text = " ".join(page.text)
+    for sha in (cert["original"]["sha256"], cert["compressed"]["sha256"]):
+        assert sha in text  # models and hashes
+    cov = cert["region"]["coverage"]
+    assert "low confidence (margin within eta)" in text and str(cov["low_confidence"]) in text
+    assert "Certified." in text and "What verify re-checks" in text
+    assert "Boundary witnesses" in text and "checked by verify" in text
+    n_hist = sum(len(p["history"]) for p in cert["pairs"])
+    assert f"{n_hist} separating samples" in text
+    assert text.count("INFEASIBLE") >= len(cert["pairs"])
+    # the history plot has one bar segment per (round, pair) with samples
+    assert html.count("round ") >= 2 and "separating samples per round" in html
+
+
+def test_report_is_self_contained(eta_delta, tmp_path):
+    """No script, nothing loaded from anywhere: every attribute is local (anchors)."""
+    html = _report(eta_delta.out / "certificate.json", tmp_path / "r.html")
+    page = parse(html)
+    assert "script" not in page.tags and "img" not in page.tags and "link" not in page.tags
+    assert "iframe" not in page.tags and "object" not in page.tags
+    assert not [a for a in page.attrs if "//" in a or a.startswith(("http", "data:"))]
+    assert "url(" not in html and "@import" not in html
+
+
+def test_report_of_an_inconclusive_certificate(zoo_model, tmp_path):
+    from pace_cert.app import run_compress
+    from pace_cert.settings import CompressConfig
+
+    model, data = zoo_model("compas", "rf", 20, 2)
+    cfg = CompressConfig.of(mode="prune", time_limit=0.001)
+    res = run_compress(model, data, tmp_path / "out", cfg)
+    assert res.exit_code == 2
+    page = parse(_report(tmp_path / "out" / "certificate.json", tmp_path / "r.html"))
+    text = " ".join(page.text)
+    assert "Inconclusive." in text and "the two files are identical" in text
+    assert "every pair UNKNOWN" in text
+
+
+def test_report_of_an_older_certificate(eta_delta, tmp_path):
+    """Schema 1.3: history compressed labels, no coverage or data record."""
+    cert = json.loads((eta_delta.out / "certificate.json").read_text())
+    cert["schema_version"] = "1.3"
+    del cert["data"]
+    cert["region"]["coverage"] = None
+    for p in cert["pairs"]:
+        for h in p["history"]:
+            h["compressed_label"] = h["original_label"]
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(cert))
+    text = " ".join(parse(_report(old, tmp_path / "r.html")).text)
+    assert "predates the per-cause counts" in text
+
+
+def test_report_bad_input(eta_delta, tmp_path):
+    res = invoke("report", tmp_path / "missing.json", "--out", tmp_path / "r.html")
+    assert res.exit_code == 3 and "missing.json" in res.stderr and "not found" in res.stderr
+    assert not (tmp_path / "r.html").exists()
+    bad = tmp_path / "bad.json"
+    bad.write_text("{}")
+    res = invoke("report", bad, "--out", tmp_path / "r.html")
+    assert res.exit_code == 3 and "not a valid certificate" in res.stderr
+    res = invoke("report", eta_delta.out / "certificate.json", "--out", tmp_path)
+    assert res.exit_code == 3 and "is a directory" in res.stderr
+    res = invoke("report", eta_delta.out / "certificate.json", "--out", tmp_path / "no" / "r.html")
+    assert res.exit_code == 3 and "cannot write the report" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1
+
+
+# ---------------------------------------------------------------- a real browser
+
+
+def _chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    profile = tmp_path / "profile"
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={profile}",
+    ]
+    try:
+        return subprocess.run(
+            [str(CHROMIUM), *flags, *args], capture_output=True, text=True, timeout=180
+        )
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    not CHROMIUM.exists(),
+    reason="needs headless Chromium at /usr/bin/chromium (apt-get install chromium)",
+)
+def test_report_renders_in_chromium(eta_delta, tmp_path):
+    """The page as a browser renders it: the DOM Chromium builds holds every table and
+    plot, and the screenshot shows them (not a blank page)."""
+    Image = pytest.importorskip("PIL.Image", reason="needs Pillow (a matplotlib dependency)")
+
+    report = tmp_path / "report.html"
+    _report(eta_delta.out / "certificate.json", report)
+    url = report.resolve().as_uri()
+    dom = _chromium(tmp_path, "--dump-dom", url)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    page = parse(dom.stdout[dom.stdout.index("<html") :])
+    assert set(SECTIONS) <= page.ids
+    assert page.tags.count("table") >= 8 and page.tags.count("svg") >= 3
+    assert page.tags.count("rect") >= 10  # bars of the coverage, size and history plots
+    shot = tmp_path / "report.png"
+    res = _chromium(tmp_path, "--window-size=1200,3000", f"--screenshot={shot}", url)
+    assert res.returncode == 0 and shot.exists(), res.stderr[-2000:]
+    im = Image.open(shot).convert("RGB")
+    assert im.size == (1200, 3000)
+    colours = im.getcolors(maxcolors=1 << 20) or []
+    assert len(colours) > 50  # text, tables and plots, not a blank page
+    px = np.asarray(im, np.int32).reshape(-1, 3)
+    # the plots' colours (the coverage bar's green, the pairs' blue and red) are drawn
+    for rgb in ((0x22, 0x88, 0x33), (0x44, 0x77, 0xAA), (0xEE, 0x66, 0x77)):
+        near = int((np.abs(px - np.array(rgb)).max(axis=1) <= 8).sum())
+        assert near > 500, (rgb, near)
+    assert int((px.sum(axis=1) < 200).sum()) > 5000  # text
