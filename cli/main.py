@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 import signal
 import sys
 import threading
@@ -68,10 +67,6 @@ def _run(fn: Callable[[], int], debug: bool) -> None:
     raise typer.Exit(code)
 
 
-#: a progress message announcing a proved size lower bound (witness and synthesis steps)
-_BOUND = re.compile(r"at least (\d+) trees")
-
-
 class ProgressDisplay:
     """Progress of a compress run on ``stream`` (stderr).
 
@@ -80,7 +75,7 @@ class ProgressDisplay:
     so far, the proved lower bound and the time left. Elsewhere (a file, a pipe, CI)
     plain lines only, one more each time the best certified model changes. ``quiet``:
     nothing at all. Called with strings (the driver's progress callback); told of each
-    commit by :meth:`committed`."""
+    commit by :meth:`committed` and of each proved bound by :meth:`bound_raised`."""
 
     def __init__(
         self,
@@ -103,10 +98,13 @@ class ProgressDisplay:
 
     # ------------------------------------------------------------------ input
     def __call__(self, msg: str) -> None:
-        m = _BOUND.search(msg)
-        if m:
-            self.bound = max(self.bound or 0, int(m.group(1)))
         self._line(msg)
+
+    def bound_raised(self, k: int) -> None:
+        """A higher size lower bound was proved."""
+        self.bound = max(self.bound or 0, k)
+        if self.tty:
+            self._redraw()
 
     def committed(self, cert: Certificate) -> None:
         """A file set was written: its certificate (the best certified model so far,
@@ -316,6 +314,7 @@ def compress(
                     budget,
                     output=output,
                     on_commit=progress.committed,
+                    on_bound=progress.bound_raised,
                 )
         finally:
             progress.close()

@@ -24,7 +24,7 @@ from pace_cert.data import Dataset, read_csv
 from pace_cert.driver.result import CompressResult
 from pace_cert.driver.runner import compress
 from pace_cert.driver.state import Progress
-from pace_cert.errors import InputError
+from pace_cert.errors import EmptyRegion, InputError
 from pace_cert.model.onnx_reader import load_onnx, read_ensemble
 from pace_cert.model.onnx_writer import ensemble_to_onnx
 from pace_cert.model.runtime import loadable_session
@@ -76,6 +76,7 @@ def run_compress(
     budget: Budget | None = None,
     output: OutputDir | None = None,
     on_commit: Callable[[Certificate], None] | None = None,
+    on_bound: Callable[[int], None] | None = None,
 ) -> CompressOutcome:
     """Read the model and the training CSV, compress, write the compressed model and
     the certificate (and the plausibility artifact) to ``out_dir``.
@@ -83,7 +84,8 @@ def run_compress(
     ``progress``: called with one-line messages; ``budget``: the run's time (default
     ``cfg.time_limit`` from now; the CLI counts it from process start); ``on_commit``:
     called with the certificate of each file set written (the original unchanged first,
-    then each smaller certified model, then the final result). Inputs are checked
+    then each smaller certified model, then the final result); ``on_bound``: called with
+    each higher proved size lower bound. Inputs are checked
     before anything is written (:class:`~pace_cert.errors.InputError`, an empty region
     included); from then on ``out_dir`` always holds a complete set. Exit code 0 when
     the result is smaller than the original, else 2 (the original's bytes are written)."""
@@ -112,13 +114,6 @@ def run_compress(
     render = _Renderer(cfg, model_path, original_bytes, info, out_dir, data, data_path, target)
 
     def commit(res: CompressResult) -> Certificate:
-        if res.samples_kept == 0:  # the plausibility bound removed the last rows
-            cov = render.coverage(res)
-            raise InputError(
-                data_path,
-                f"no training row lies in the region ({coverage_line(cov, cfg.eta, cfg.delta)})"
-                "; lower --eta or --delta",
-            )
         files, committed, cert = render.files(res)
         output.commit(files, committed)
         if on_commit is not None:
@@ -126,7 +121,19 @@ def run_compress(
         return cert
 
     try:
-        result = compress(ensemble, data.X, cfg, progress, budget, on_improve=commit)
+        result = compress(
+            ensemble, data.X, cfg, progress, budget, on_improve=commit, on_bound=on_bound
+        )
+    except EmptyRegion as e:  # the plausibility bound removed the last rows
+        if created and output.committed is None:
+            _remove_empty_dir(out_dir)
+        r = e.region
+        cov = coverage(ensemble, data.X, r["margin"], r["plausibility"], r["domain"])
+        raise InputError(
+            data_path,
+            f"no training row lies in the region ({coverage_line(cov, cfg.eta, cfg.delta)})"
+            "; lower --eta or --delta",
+        ) from None
     except BaseException:
         if created and output.committed is None:  # nothing written: leave nothing behind
             _remove_empty_dir(out_dir)

@@ -20,6 +20,17 @@ class InputError(PaceError):
         super().__init__(f"{self.path}: {problem}" if self.path else problem)
 
 
+class EmptyRegion(InputError):
+    """No training row lies in the region: nothing to certify over (exit 3). The
+    caller that knows the data file names it (``app.run_compress``); ``region`` holds
+    what it needs to say why (the driver's domain, margin threshold and plausibility
+    forest)."""
+
+    def __init__(self, problem: str, region: dict | None = None) -> None:
+        super().__init__(None, problem)
+        self.region = region or {}
+
+
 class Refuted(PaceError):
     """A counterexample exists: the two models disagree inside the region (exit 1)."""
 

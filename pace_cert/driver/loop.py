@@ -122,7 +122,7 @@ def faithful_loop(
                     sol.offsets,
                 )
             )
-        if _record(state, phase, it, found, cand) == 0:
+        if _record(state, phase, it, found) == 0:
             # every separating sample is already a row: the master's weights meet
             # these rows in its own arithmetic only (LP tolerance, or a margin below
             # the float32 guard E_req of the folded model). Solving again gives the
@@ -142,14 +142,13 @@ def faithful_loop(
     return done(PhaseResult.nothing(rounds))
 
 
-def _record(state: RunState, phase: str, it: int, found: list, cand: Ensemble) -> int:
+def _record(state: RunState, phase: str, it: int, found: list) -> int:
     """Add the separating samples ``found`` (PairResults) to the samples and the
     history; returns how many were new (not in a sample's cell already)."""
     points = np.array([r.point for r in found], np.float32)
     by_original = state.original.predict_index(points)
-    by_candidate = cand.predict_index(points)
     new = 0
-    for r, yo, yc in zip(found, by_original, by_candidate):
+    for r, yo in zip(found, by_original):
         if not state.add_sample(r.point, int(yo)):
             continue
         new += 1
@@ -161,7 +160,6 @@ def _record(state: RunState, phase: str, it: int, found: list, cand: Ensemble) -
                 r.y,
                 r.point,
                 int(yo),
-                int(yc),
             )
         )
     return new

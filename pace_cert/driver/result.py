@@ -20,8 +20,8 @@ STOP_PROVED_MINIMAL = "not run: the certified model is proved minimal"
 @dataclass
 class HistoryEntry:
     """A separating sample the oracle returned: the phase (its first word: ``l0``
-    for every L0-loop variant) and round, the pair, the float32 point, and both models'
-    labels there (class indices)."""
+    for every L0-loop variant) and round, the pair, the float32 point, and the
+    original's label there (a class index)."""
 
     phase: str
     iteration: int
@@ -29,7 +29,6 @@ class HistoryEntry:
     y: int
     point: np.ndarray
     original_label: int
-    compressed_label: int
 
 
 @dataclass

@@ -54,16 +54,20 @@ def compress(
     progress: Progress | None = None,
     budget: Budget | None = None,
     on_improve: Callable[[CompressResult], None] | None = None,
+    on_bound: Callable[[int], None] | None = None,
 ) -> CompressResult:
     """Run PACE in ``cfg.mode`` on ``original`` with training rows ``X`` (float32).
 
     ``budget``: the time the run may spend (default: ``cfg.time_limit`` from now).
     ``on_improve``: called with the run's result so far once the region is built (the
     original, uncertified) and whenever a smaller certified model is found, so a
-    caller can keep the best one on disk."""
+    caller can keep the best one on disk. ``on_bound``: called with each higher proved
+    size lower bound. Raises :class:`~pace_cert.errors.EmptyRegion` when no training row
+    lies in the region."""
     if budget is None:
         budget = Budget.seconds(cfg.time_limit)
     state = RunState.create(original, X, cfg, budget, progress or (lambda _m: None))
+    state.on_bound = on_bound
     if on_improve is not None:
         state.on_improve = lambda: on_improve(snapshot(state))
         on_improve(snapshot(state))

@@ -23,6 +23,7 @@ import numpy as np
 
 from pace_cert.budget import Budget
 from pace_cert.driver.result import HistoryEntry, Offer, PhaseResult
+from pace_cert.errors import EmptyRegion
 from pace_cert.learners import merge
 from pace_cert.learners.pool import fold, leaf_values
 from pace_cert.master.l1 import L1Master
@@ -97,6 +98,7 @@ class RunState:
     merge_tried: bool = False  # the merged original was offered before the L1 loop
     stats: RunStats = field(default_factory=RunStats)
     on_improve: Callable[[], None] | None = None  # called when ``best`` changes
+    on_bound: Callable[[int], None] | None = None  # called when ``size_bound`` rises
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -142,6 +144,11 @@ class RunState:
         inside = domain.contains(X) & margin_mask(original, X, region.margin)
         if plausibility is not None:
             inside &= plausibility_mask(plausibility, X)
+        if not inside.any():
+            raise EmptyRegion(
+                f"no training row lies in the region (eta {cfg.eta:g}, delta {cfg.delta:g})",
+                {"domain": domain, "margin": region.margin, "plausibility": plausibility},
+            )
         cells = domain.cell_index(X[inside])
         _, first = np.unique(cells, axis=0, return_index=True)
         first = np.sort(first)
@@ -240,6 +247,16 @@ class RunState:
         self.best = (res, offer.name)
         if self.on_improve is not None:
             self.on_improve()
+
+    def raise_bound(self, k: int) -> bool:
+        """Proved: no faithful model of fewer than ``k`` trees (of the original's depth).
+        Raises ``size_bound`` to ``k`` if that is higher; True if it did."""
+        if k <= (self.size_bound or 0):
+            return False
+        self.size_bound = k
+        if self.on_bound is not None:
+            self.on_bound(k)
+        return True
 
     def best_size(self) -> int | None:
         """Trees of the smallest certified model so far (None: nothing certified)."""

@@ -59,7 +59,7 @@ def synthesize_trees(
             seed=cfg.seed, exclude=exclude, hint=hint,
         )  # fmt: skip
         if res.status == "infeasible":
-            state.size_bound = size + 1
+            state.raise_bound(size + 1)
             state.say(
                 f"[synth] no {size} tree{'s' if size > 1 else ''} of depth {depth} "
                 f"label-pure on the {len(state.X)} samples ({res.seconds:.1f} s): a "

@@ -42,8 +42,7 @@ def update_witness_bound(state: RunState) -> None:
     if len(state.witnesses) == before:
         return
     state.witness_bound = witness.size_bound(len(state.witnesses), depth)
-    if state.witness_bound > (state.size_bound or 0):
-        state.size_bound = state.witness_bound
+    if state.raise_bound(state.witness_bound):
         state.say(
             f"[witness] {len(state.witnesses)} feature gaps where the original's label "
             f"changes inside the region: a faithful model of trees of depth <= {depth} "
