@@ -15,15 +15,10 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pace_cert.budget import Budget
-from pace_cert.cert.build import build_certificate
-from pace_cert.cert.certificate import Certificate, Coverage, DataSummary, Plausibility
-from pace_cert.cert.coverage import coverage, coverage_line
 from pace_cert.data import Dataset, read_csv
-from pace_cert.driver.result import CompressResult
-from pace_cert.driver.runner import compress
-from pace_cert.driver.state import Progress
 from pace_cert.errors import EmptyRegion, InputError
 from pace_cert.model.onnx_reader import load_onnx, read_ensemble
 from pace_cert.model.onnx_writer import ensemble_to_onnx
@@ -32,6 +27,12 @@ from pace_cert.outputs import Committed, OutputDir
 from pace_cert.region.margins import region_margin
 from pace_cert.region.masks import margin_mask
 from pace_cert.settings import CompressConfig, SettingError, check_for_model
+
+if TYPE_CHECKING:  # the solvers and pydantic load when the work starts, after the checks
+    from pace_cert.cert.certificate import Certificate, Coverage
+    from pace_cert.driver.result import CompressResult
+
+Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -107,6 +108,9 @@ def run_compress(
     _check_region_not_empty(ensemble, data, data_path, cfg)
     created = not out_dir.exists()
     prepare_out_dir(out_dir)
+    from pace_cert.cert.coverage import coverage, coverage_line
+    from pace_cert.driver.runner import compress
+
     if budget is None:
         budget = Budget.seconds(cfg.time_limit)
 
@@ -183,6 +187,8 @@ class _Renderer:
     def __init__(
         self, cfg, model_path, original_bytes, info, out_dir, data, data_path, target
     ) -> None:
+        from pace_cert.cert.certificate import DataSummary
+
         self.cfg, self.model_path, self.original_bytes = cfg, model_path, original_bytes
         self.info, self.out_dir, self.data = info, out_dir, data
         self.original_sha = hashlib.sha256(original_bytes).hexdigest()
@@ -196,6 +202,8 @@ class _Renderer:
 
     def coverage(self, result: CompressResult) -> Coverage:
         """Where the training rows lie (the region is the same in every result)."""
+        from pace_cert.cert.coverage import coverage
+
         if self._coverage is None:
             self._coverage = coverage(
                 result.original,
@@ -207,6 +215,9 @@ class _Renderer:
         return self._coverage
 
     def files(self, result: CompressResult) -> tuple[dict[str, bytes], Committed, Certificate]:
+        from pace_cert.cert.build import build_certificate
+        from pace_cert.cert.certificate import Plausibility
+
         cfg = self.cfg
         if result.smaller:
             comp_bytes = ensemble_to_onnx(result.compressed, self.info).SerializeToString()
