@@ -67,7 +67,9 @@ class SearchTuning:
     ``lazy_proofs``: a CP-SAT round that found a sample stops its other pairs' proofs;
     ``pool_per_row``: random variants per training row in the screening pool (0: off);
     ``l1_share``: on domains too large to enumerate, of the time left, for the first L1
-    loop (its vertex weightings may never converge there; elimination gets the rest)."""
+    loop (its vertex weightings may never converge there; elimination gets the rest);
+    ``eliminate_box``: elimination re-fits the kept trees' weights within this share
+    of the original's (0: the original's weights, rescaled)."""
 
     neighbours: int = 10
     enumeration_per_pair: int = 25
@@ -75,6 +77,7 @@ class SearchTuning:
     lazy_proofs: bool = True
     pool_per_row: int = 20
     l1_share: float = 0.5
+    eliminate_box: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -260,6 +263,7 @@ RULES: tuple[Rule, ...] = (
     _count("search.climb_steps"),
     _count("search.pool_per_row"),
     _share("search.l1_share"),
+    Rule("search.eliminate_box", lambda v: _finite(v) and 0 <= v < 1, "be in [0, 1)"),
     _count("generation.max_learners"),
     _count("generation.pricing_candidates"),
     _count("generation.columns_per_round", 1),

@@ -91,3 +91,31 @@ def margin_on_support(
         w, mm.offsets / rho, float(np.sum(w > 0)), None, True, "max-margin weights"
     )
     return mm, sol
+
+
+def max_margin_in_box(
+    A: np.ndarray, fixed: np.ndarray, lower: np.ndarray, upper: np.ndarray, *, seed: int = 0
+) -> tuple[np.ndarray, float] | None:
+    """max rho  s.t.  A w + fixed >= rho,  lower <= w <= upper (per column of ``A``):
+    weights kept within a box (e.g. around weights known to be faithful), the rows'
+    constant parts in ``fixed``. Returns (w, rho), or None when HiGHS does not solve it."""
+    h = new_highs(1, seed)
+    n_rows, n_cols = A.shape
+    if n_rows == 0:
+        return np.asarray(lower, float).copy(), np.inf
+    cost = np.r_[np.zeros(n_cols), -1.0]
+    M = np.hstack([A, -np.ones((n_rows, 1))])
+    load_highs(
+        h,
+        M,
+        cost,
+        np.r_[lower, -INF],
+        np.r_[upper, INF],
+        -np.asarray(fixed, float),
+        np.full(n_rows, INF),
+    )
+    h.run()
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return None
+    x = np.asarray(h.getSolution().col_value)
+    return np.clip(x[:n_cols], lower, upper), float(x[-1])

@@ -22,6 +22,7 @@ from pace_cert.driver.loop import faithful_loop
 from pace_cert.driver.result import Offer
 from pace_cert.driver.state import RunState
 from pace_cert.driver.step import BaseStep
+from pace_cert.master.max_margin import max_margin_in_box
 from pace_cert.master.rows import MasterSolution
 
 ROUNDS = 3  # refutations of one step size before it halves
@@ -74,11 +75,21 @@ class _Master:
         if out is None:
             return None
         original = self.state.original
+        n = original.n_trees
         rest = np.array(sorted(set(self.kept) - set(out)))
-        w = np.zeros(original.n_trees)
-        w[rest] = original.weights[rest] * _scale(self.state, rest)
-        self.proposed = [int(t) for t in rest]
+        w0 = original.weights[rest] * _scale(self.state, rest)
         offsets = original.base - original.base[0]
+        tau = self.state.cfg.tuning.search.eliminate_box
+        if tau > 0 and len(A):  # the best weights within tau of the rescaled original's
+            box = max_margin_in_box(
+                A[:, rest], A[:, n:] @ offsets[1:], (1 - tau) * w0, (1 + tau) * w0,
+                seed=self.state.cfg.seed,
+            )  # fmt: skip
+            if box is not None and box[1] > 0:
+                w0 = box[0]
+        w = np.zeros(n)
+        w[rest] = w0
+        self.proposed = [int(t) for t in rest]
         return MasterSolution(w, offsets, float(len(rest)), None, False, "eliminate")
 
 
