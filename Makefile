@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow lint schema bench-quick bench-full clean
+.PHONY: demo test test-slow lint schema bench-quick bench-full bench-real clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -38,6 +38,10 @@ bench-quick: $(STAMP)
 
 bench-full: $(STAMP)
 	$(BIN)/python -m benchmarks.harness full
+
+## bench-real: the realistic-model suite (raw features), eta = delta = 0.1, 300 s a model
+bench-real: $(STAMP)
+	$(BIN)/python -m benchmarks.realistic --regions eta-delta --time-limit 300 --fresh
 
 clean:
 	rm -rf demo-out .pytest_cache

@@ -8,7 +8,8 @@ trees a few at a time: the ``step`` trees whose removal keeps the smallest margi
 the samples largest (greedy, exact on the margin rows), certified by the faithful loop
 (screen, then CP-SAT). A refuted removal leaves its separating samples behind, which
 steer the next choice; after ``ROUNDS`` refutations the step halves. Every certified
-removal is offered at once, so the run has a smaller certified model early.
+removal is offered at once, so the run has a smaller certified model early. Why, and
+what else was measured: docs/decisions/0012-eliminate-on-large-domains.md.
 """
 
 from __future__ import annotations
