@@ -10,45 +10,25 @@ inline SVG written here; the page has no script and loads nothing from anywhere.
 
 from __future__ import annotations
 
-import html
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from pace_cert.cert.certificate import Certificate, Coverage
+from pace_cert.cert.certificate import Certificate
 from pace_cert.cert.claims import claim_catalog, synthesis_part
 from pace_cert.errors import InputError
+from pace_cert.report_plots import (
+    COVERAGE_COLOURS,
+    COVERAGE_NAMES,
+    PHASES,
+    bars_svg,
+    coverage_svg,
+    esc,
+    history_svg,
+    line_svg,
+)
 
 #: at most this many rows of the long tables (learners, witnesses) are shown
 TABLE_ROWS = 200
-PALETTE = (
-    "#4477aa",
-    "#ee6677",
-    "#228833",
-    "#ccbb44",
-    "#66ccee",
-    "#aa3377",
-    "#bbbbbb",
-    "#000000",
-    "#ee8866",
-    "#44bb99",
-    "#99ddff",
-    "#ffaabb",
-)
-COVERAGE_COLOURS = {
-    "inside": "#228833",
-    "low_confidence": "#ccbb44",
-    "implausible": "#ee8866",
-    "tie_band": "#aa3377",
-    "outside_domain": "#bbbbbb",
-}
-COVERAGE_NAMES = {
-    "inside": "inside the region",
-    "low_confidence": "low confidence (margin within eta)",
-    "implausible": "implausible (A(x) < delta_abs)",
-    "tie_band": "float32 tie band (margin within the runtime guard)",
-    "outside_domain": "outside the feature domain",
-}
-PHASES = ("merge", "l1", "l0", "boost", "refit")
 
 CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#222;
@@ -107,10 +87,10 @@ def render(cert: Certificate, source: str = "certificate.json") -> str:
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width,initial-scale=1'>"
-        f"<title>{_e(title)}</title><style>{CSS}</style></head><body><main>"
-        f"<h1>{_e(title)}</h1><p class='note'>Certificate <code>{_e(source)}</code>, schema "
-        f"{_e(cert.schema_version)}, written by {_e(cert.tool)} {_e(cert.tool_version)} on "
-        f"{_e(cert.created)}. Everything below is read from the certificate; "
+        f"<title>{esc(title)}</title><style>{CSS}</style></head><body><main>"
+        f"<h1>{esc(title)}</h1><p class='note'>Certificate <code>{esc(source)}</code>, schema "
+        f"{esc(cert.schema_version)}, written by {esc(cert.tool)} {esc(cert.tool_version)} on "
+        f"{esc(cert.created)}. Everything below is read from the certificate; "
         "<code>pace-cert verify ORIGINAL COMPRESSED CERTIFICATE</code> re-checks what the "
         "table <a href='#claims'>What verify re-checks</a> marks <em>checked</em>.</p>"
         + "".join(sections)
@@ -167,7 +147,7 @@ def _models(cert: Certificate) -> str:
         ("trees", o.trees, c.trees),
         ("max depth", o.max_depth, c.max_depth),
         ("leaves", o.leaves, c.leaves),
-        ("classes", _e(", ".join(map(str, o.classes))), _e(", ".join(map(str, c.classes)))),
+        ("classes", esc(", ".join(map(str, o.classes))), esc(", ".join(map(str, c.classes)))),
         ("features", o.features, c.features),
     ]
     body = _table(("", "original", "compressed"), rows, raw=True)
@@ -192,8 +172,8 @@ def _region(cert: Certificate) -> str:
     dom = r.domain
     n = len(dom.get("cells_per_feature", []))
     rows = [
-        ("input semantics", _e(cert.input_semantics)),
-        ("eta", f"{r.eta:g} ({_e(r.eta_units)}; margin scale sigma {r.margin_scale:.6g})"),
+        ("input semantics", esc(cert.input_semantics)),
+        ("eta", f"{r.eta:g} ({esc(r.eta_units)}; margin scale sigma {r.margin_scale:.6g})"),
         ("runtime guard", f"{r.runtime_guard:.6g} (onnxruntime's float32 error bound)"),
         ("margin threshold c_o", f"{r.margin_threshold:.6g} = max(eta * sigma, runtime guard)"),
         ("delta", f"{r.delta:g}"),
@@ -211,8 +191,8 @@ def _region(cert: Certificate) -> str:
     rows += [
         (
             "domain",
-            f"{n} features; binary: {_e(_ints(dom.get('binary_features', [])) or 'none')}; "
-            f"integer: {_e(_ints(dom.get('integer_features', [])) or 'none')}; bounds: "
+            f"{n} features; binary: {esc(_ints(dom.get('binary_features', [])) or 'none')}; "
+            f"integer: {esc(_ints(dom.get('integer_features', [])) or 'none')}; bounds: "
             + ("training min/max box" if dom.get("bounds") else "none (every float32)")
             + "; NaN excluded",
         ),
@@ -226,11 +206,11 @@ def _region(cert: Certificate) -> str:
             "outside (this certificate predates the per-cause counts).</p>"
         )
         return out
-    out += _coverage_svg(r.coverage)
+    out += coverage_svg(r.coverage)
     c = r.coverage
     rows = [
         (
-            _swatch(COVERAGE_COLOURS[k]) + _e(COVERAGE_NAMES[k]),
+            _swatch(COVERAGE_COLOURS[k]) + esc(COVERAGE_NAMES[k]),
             f"<td class='num'>{getattr(c, k)}</td>",
             f"<td class='num'>{getattr(c, k) / c.rows:.1%}</td>" if c.rows else "<td></td>",
         )
@@ -257,7 +237,7 @@ def _sizes(cert: Certificate) -> str:
         ("trees", s.trees_before, s.trees_after),
         ("leaves", s.leaves_before, s.leaves_after),
     ]
-    out = "<h2 id='sizes'>Sizes and lower bound</h2>" + _bars_svg(bars, "trees")
+    out = "<h2 id='sizes'>Sizes and lower bound</h2>" + bars_svg(bars, "trees")
     out += _table(("", "original", "compressed"), rows)
     synth = synthesis_part(cert)
     notes = []
@@ -351,7 +331,7 @@ def _history(cert: Certificate) -> str:
         "until every pair was proved. Bars: samples found per round of each loop, "
         "coloured by label pair.</p>"
     )
-    out += _history_svg(cert)
+    out += history_svg(cert)
     counts: dict[str, list[int]] = {}
     for _, h in hist:
         counts.setdefault(h.phase, []).append(h.iteration)
@@ -360,7 +340,7 @@ def _history(cert: Certificate) -> str:
     ]  # fmt: skip
     out += _table(("loop", "samples", "rounds"), rows)
     if cert.summary.l1_values and len(cert.summary.l1_values) > 1:
-        out += "<h3>L1 objective at the end of each L1 loop</h3>" + _line_svg(
+        out += "<h3>L1 objective at the end of each L1 loop</h3>" + line_svg(
             cert.summary.l1_values, "L1 loop", "objective"
         )
     return out
@@ -387,8 +367,8 @@ def _claims(cert: Certificate) -> str:
     rows = [
         (
             f"<span class='tag {c.handling}'>{c.handling}</span>",
-            _e(c.key),
-            _e(c.text),
+            esc(c.key),
+            esc(c.text),
         )
         for c in claim_catalog(cert)
     ]
@@ -443,175 +423,11 @@ def _run_record(cert: Certificate) -> str:
 # ---------------------------------------------------------------------------- plots
 
 
-def _coverage_svg(c: Coverage) -> str:
-    width, height = 760, 46
-    total = max(c.rows, 1)
-    x, parts = 0.0, []
-    for k, colour in COVERAGE_COLOURS.items():
-        n = getattr(c, k)
-        if not n:
-            continue
-        w = width * n / total
-        parts.append(
-            f"<rect x='{x:.2f}' y='4' width='{w:.2f}' height='26' fill='{colour}'>"
-            f"<title>{_e(COVERAGE_NAMES[k])}: {n}</title></rect>"
-        )
-        if w > 40:
-            parts.append(
-                f"<text x='{x + w / 2:.2f}' y='22' text-anchor='middle' "
-                f"style='fill:#fff;font-weight:600'>{n}</text>"
-            )
-        x += w
-    return _svg(
-        width,
-        height,
-        "coverage of the training rows",
-        "".join(parts) + f"<text x='0' y='44'>0</text><text x='{width}' y='44' "
-        f"text-anchor='end'>{c.rows} rows</text>",
-    )
-
-
-def _bars_svg(bars: Sequence[tuple[str, int, str]], unit: str) -> str:
-    width, row = 760, 30
-    label_w = 110
-    top = max([v for _, v, _ in bars] + [1])
-    parts = []
-    for i, (name, v, colour) in enumerate(bars):
-        y = 6 + i * row
-        w = (width - label_w - 60) * v / top
-        parts.append(
-            f"<text x='0' y='{y + 16}'>{_e(name)}</text>"
-            f"<rect x='{label_w}' y='{y}' width='{max(w, 1):.2f}' height='{row - 8}' "
-            f"fill='{colour}'><title>{_e(name)}: {v} {unit}</title></rect>"
-            f"<text x='{label_w + w + 6:.2f}' y='{y + 16}'>{v} {unit}</text>"
-        )
-    return _svg(width, 10 + row * len(bars), f"sizes in {unit}", "".join(parts))
-
-
-def _history_svg(cert: Certificate) -> str:
-    """Samples found per round, one block of rounds per loop (phase), stacked by pair."""
-    pair_names = [f"({p.y0}, {p.y})" for p in cert.pairs]
-    by_round: dict[tuple[str, int], list[int]] = {}
-    for pi, p in enumerate(cert.pairs):
-        for h in p.history:
-            by_round.setdefault((h.phase, h.iteration), [0] * len(cert.pairs))[pi] += 1
-    phases = [ph for ph in PHASES if any(k[0] == ph for k in by_round)]
-    blocks = [(ph, sorted(it for (q, it) in by_round if q == ph)) for ph in phases]
-    n_bars = sum(len(its) for _, its in blocks)
-    width, plot_h, left, top, gap, min_block = 900, 220, 44, 10, 16, 140
-    room = width - left - 10 - gap * len(blocks)
-    # each loop gets room in proportion to its rounds, and at least enough for its label
-    widths = [max(min_block, room * len(its) / n_bars) for _, its in blocks]
-    scale = min(1.0, room / sum(widths)) if sum(widths) > room else 1.0
-    widths = [max(w * scale, min(min_block, room / len(blocks))) for w in widths]
-    peak = max(sum(v) for v in by_round.values())
-    parts = [_axis(left, top, plot_h, peak, width)]
-    x = left + 6.0
-    for (ph, its), block_w in zip(blocks, widths):
-        bar_w = min(40.0, block_w / len(its))
-        x0 = x + (block_w - bar_w * len(its)) / 2
-        for k, it in enumerate(its):
-            counts = by_round[(ph, it)]
-            y = top + plot_h
-            for pi, n in enumerate(counts):
-                if not n:
-                    continue
-                h = plot_h * n / peak
-                y -= h
-                parts.append(
-                    f"<rect x='{x0 + k * bar_w:.2f}' y='{y:.2f}' width='{bar_w * 0.85:.2f}' "
-                    f"height='{h:.2f}' fill='{PALETTE[pi % len(PALETTE)]}'><title>{ph} round "
-                    f"{it}, pair {_e(pair_names[pi])}: {n}</title></rect>"
-                )
-        rounds = f"round {its[0]}" if len(its) == 1 else f"rounds {its[0]}-{its[-1]}"
-        parts.append(
-            f"<text x='{x + block_w / 2:.2f}' y='{top + plot_h + 16}' "
-            f"text-anchor='middle'>{ph} ({rounds})</text>"
-        )
-        x += block_w + gap
-        parts.append(
-            f"<line x1='{x - gap / 2:.2f}' y1='{top}' x2='{x - gap / 2:.2f}' "
-            f"y2='{top + plot_h}' stroke='#ddd'/>"
-        )
-    legend = []
-    if len(pair_names) <= len(PALETTE):
-        for pi, name in enumerate(pair_names):
-            lx = left + (pi % 6) * 140
-            ly = top + plot_h + 36 + (pi // 6) * 18
-            legend.append(
-                f"<rect x='{lx}' y='{ly - 10}' width='12' height='12' "
-                f"fill='{PALETTE[pi]}'/><text x='{lx + 16}' y='{ly}'>pair {_e(name)}</text>"
-            )
-    else:
-        legend.append(
-            f"<text x='{left}' y='{top + plot_h + 36}'>{len(pair_names)} pairs; colours "
-            "repeat (hover a bar for its pair)</text>"
-        )
-    height = top + plot_h + 44 + 18 * ((len(pair_names) - 1) // 6 if len(legend) > 1 else 0)
-    return _svg(
-        width,
-        height,
-        "separating samples per round",
-        "".join(parts + legend),
-    )
-
-
-def _line_svg(values: Sequence[float], xlabel: str, ylabel: str) -> str:
-    width, plot_h, left, top = 760, 160, 70, 10
-    lo, hi = min(values), max(values)
-    span = (hi - lo) or abs(hi) or 1.0
-    n = len(values)
-    pts = [
-        (left + (width - left - 20) * i / max(n - 1, 1), top + plot_h * (1 - (v - lo) / span))
-        for i, v in enumerate(values)
-    ]
-    path = " ".join(f"{x:.2f},{y:.2f}" for x, y in pts)
-    dots = "".join(
-        f"<circle cx='{x:.2f}' cy='{y:.2f}' r='3' fill='#4477aa'><title>{i + 1}: "
-        f"{values[i]:.6g}</title></circle>"
-        for i, (x, y) in enumerate(pts)
-    )
-    body = (
-        f"<line x1='{left}' y1='{top}' x2='{left}' y2='{top + plot_h}' stroke='#888'/>"
-        f"<line x1='{left}' y1='{top + plot_h}' x2='{width - 10}' y2='{top + plot_h}' "
-        f"stroke='#888'/><text x='{left - 6}' y='{top + 10}' text-anchor='end'>{hi:.4g}</text>"
-        f"<text x='{left - 6}' y='{top + plot_h}' text-anchor='end'>{lo:.4g}</text>"
-        f"<polyline points='{path}' fill='none' stroke='#4477aa' stroke-width='2'/>{dots}"
-        f"<text x='{(left + width) / 2}' y='{top + plot_h + 18}' text-anchor='middle'>"
-        f"{_e(xlabel)} (1-{n})</text>"
-    )
-    return _svg(width, top + plot_h + 26, f"{ylabel} by {xlabel}", body)
-
-
-def _axis(left: float, top: float, plot_h: float, peak: int, width: float = 900) -> str:
-    return (
-        f"<line x1='{left}' y1='{top}' x2='{left}' y2='{top + plot_h}' stroke='#888'/>"
-        f"<line x1='{left}' y1='{top + plot_h}' x2='{width - 10}' y2='{top + plot_h}' "
-        "stroke='#888'/>"
-        f"<text x='{left - 30}' y='{top + plot_h / 2}' transform='rotate(-90 {left - 30} "
-        f"{top + plot_h / 2})' text-anchor='middle'>samples</text>"
-        f"<text x='{left - 6}' y='{top + 10}' text-anchor='end'>{peak}</text>"
-        f"<text x='{left - 6}' y='{top + plot_h}' text-anchor='end'>0</text>"
-    )
-
-
-def _svg(width: float, height: float, title: str, body: str) -> str:
-    return (
-        f"<svg width='{width:.0f}' height='{height:.0f}' "
-        f"viewBox='0 0 {width:.0f} {height:.0f}' role='img' aria-label='{_e(title)}'>"
-        f"<title>{_e(title)}</title>{body}</svg>"
-    )
-
-
 # ---------------------------------------------------------------------------- helpers
 
 
-def _e(v: object) -> str:
-    return html.escape(str(v), quote=True)
-
-
 def _code(v: object) -> str:
-    return f"<code>{_e(v)}</code>"
+    return f"<code>{esc(v)}</code>"
 
 
 def _ints(v: Iterable[int]) -> str:
@@ -642,8 +458,8 @@ def _table(
             return v
         if isinstance(v, int | float) and not isinstance(v, bool):
             return f"<td class='num'>{v}</td>"
-        return f"<td>{v if raw else _e(v)}</td>"
+        return f"<td>{v if raw else esc(v)}</td>"
 
-    th = "".join(f"<th>{_e(h)}</th>" for h in head)
+    th = "".join(f"<th>{esc(h)}</th>" for h in head)
     body = "".join("<tr>" + "".join(cell(v) for v in r) + "</tr>" for r in rows)
     return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"

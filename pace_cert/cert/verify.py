@@ -24,16 +24,22 @@ from pydantic import ValidationError
 
 from pace_cert.budget import Budget
 from pace_cert.cert.certificate import Certificate, label
+from pace_cert.cert.checks import (
+    checks_learners,
+    counterexample,
+    disagreements,
+    learner_problems,
+    plain_label,
+    witness_problems,
+)
 from pace_cert.cert.claims import (
     claim_catalog,
     claim_problems,
     domain_arrays,
-    is_constant,
     structural_problems,
 )
 from pace_cert.cert.coverage import coverage, coverage_line
 from pace_cert.errors import InputError
-from pace_cert.model.ensemble import LEAF, structure_key
 from pace_cert.model.onnx_reader import ensemble_from_model, load_onnx
 from pace_cert.model.runtime import labels, loadable_session
 from pace_cert.oracle.cpsat import SeparationOracle
@@ -42,8 +48,6 @@ from pace_cert.oracle.screen import Screen
 from pace_cert.region.domain import build_domain
 from pace_cert.region.margins import eta_units, region_margin, required_margin
 from pace_cert.region.masks import probe_points, region_mask
-from pace_cert.region.witness import Witness, check_witnesses
-from pace_cert.region.witness import size_bound as witness_size_bound
 
 EXHAUSTIVE_LIMIT = 2_000_000
 #: pair status when no proof is needed: the two files are the same bytes
@@ -527,7 +531,7 @@ def _faithfulness(
                 return refute(
                     "faithfulness",
                     f"pair ({label(orig.classes, r.y0)}, {label(orig.classes, r.y)}): {why}",
-                    _counterexample(x[0], lo, lc),
+                    counterexample(x[0], lo, lc),
                 )
     # replay: history points (and data) inside the region must agree under onnxruntime
     hist = [h for p in cert.pairs for h in p.history]
@@ -536,14 +540,14 @@ def _faithfulness(
         X = np.vstack([X, X_data])
     replayed = len(X)
     if not ctx.identical:  # identical files give identical labels: nothing to compare
-        bad = _disagreements(orig, c_o, forest, domain, X, so, sc)
+        bad = disagreements(orig, c_o, forest, domain, X, so, sc)
         if bad is not None:
             return refute("history.points", "replayed point disagrees", bad)
     if hist:  # the original's label at each history point inside the region (there
         # onnxruntime's label is the IR's, which compress recorded), as stated
         Xh = X[: len(hist)]
         inside = region_mask(orig, c_o, forest, Xh, domain)
-        got = [_plain(v) for v in labels(so, Xh)]
+        got = [plain_label(v) for v in labels(so, Xh)]
         wrong = [i for i, h in enumerate(hist) if inside[i] and got[i] != h.original_label]
         if wrong:
             h = hist[wrong[0]]
@@ -554,13 +558,13 @@ def _faithfulness(
             )
     check("history.points")
     check("history.completeness")
-    problems = _witness_problems(cert, orig, c_o, forest, domain, so)
+    problems = witness_problems(cert, orig, c_o, forest, domain, so)
     if problems:
         return refute("size_lower_bound.witnesses", "size lower bound: " + "; ".join(problems[:3]))
     for key in ("size_lower_bound.witnesses", "size_lower_bound.synthesis", "minimal"):
         if key in catalog:
             check(key)
-    problems = _learner_problems(cert, orig, comp)
+    problems = learner_problems(cert, orig, comp)
     if problems:
         return refute("learners", "learners: " + "; ".join(problems[:3]))
     n_checked = sum(len(lr.original_trees) for lr in cert.learners)
@@ -568,7 +572,7 @@ def _faithfulness(
         "learners",
         f"the {n_checked} original trees the certificate names share every split of the "
         "compressed tree naming them"
-        if _checks_learners(cert) and n_checked
+        if checks_learners(cert) and n_checked
         else None,
     )
     n_cells = None
@@ -576,7 +580,7 @@ def _faithfulness(
         n_cells = _cell_count(domain)
         reps = [domain.reps[i][domain.allowed(i)] for i in range(orig.n_features)]
         grid = np.array(list(itertools.product(*reps)), np.float32).reshape(-1, orig.n_features)
-        bad = _disagreements(orig, c_o, forest, domain, grid, so, sc)
+        bad = disagreements(orig, c_o, forest, domain, grid, so, sc)
         if bad is not None:
             return refute("faithfulness", "a cell disagrees", bad, n_cells)
     for key in ("status", "models", "region.parameters", "region.constants", "pairs", "scaling"):
@@ -617,7 +621,7 @@ def _faithfulness(
         rep.witnesses_checked = len(cert.summary.boundary_witnesses)
         rep.witness_bound = cert.summary.witness_bound
     rep.size_lower_bound = cert.summary.size_lower_bound
-    if _checks_learners(cert):
+    if checks_learners(cert):
         rep.merged_trees_checked = n_checked
     return rep
 
@@ -627,146 +631,3 @@ def _cell_count(domain) -> int:
     exact Python integer (numpy's int64 product wrapped negative on 7 features of ~1,000
     cells, passed the limit check and ran out of memory)."""
     return math.prod(int(domain.allowed(i).sum()) for i in range(domain.n_features))
-
-
-def _checks_learners(cert: Certificate) -> bool:
-    """Certificates from schema 1.3 on name each learner's original trees; an older
-    version number does not switch the check off when the learners name trees anyway
-    (the version is a claim like any other)."""
-    if any(lr.original_trees or lr.merged != 1 for lr in cert.learners):
-        return True
-    try:
-        major, minor = (int(v) for v in cert.schema_version.split(".")[:2])
-    except ValueError:
-        return True
-    return (major, minor) >= (1, 3)
-
-
-def _learner_problems(cert: Certificate, orig, comp) -> list[str]:
-    """Check what ``learners`` states against the two models: one entry per compressed
-    tree, in order; each original tree named at most once and sharing every split with
-    the compressed tree that names it (merged trees sum learners of one shape); an
-    ``original`` tree merges only original trees, a ``new`` one at least one learner
-    that is not an original tree. Weights are not checkable from the models alone."""
-    if not _checks_learners(cert):
-        return []
-    lrs = cert.learners
-    if not lrs and is_constant(comp):
-        return []  # a constant model: the writer's one zero leaf stands for no trees
-    if [lr.index for lr in lrs] != list(range(comp.n_trees)):
-        return [f"{len(lrs)} entries for {comp.n_trees} compressed trees (or out of order)"]
-    problems: list[str] = []
-    seen: set[int] = set()
-    for lr in lrs:
-        named = list(lr.original_trees)
-        if any(not 0 <= t < orig.n_trees for t in named) or len(set(named)) != len(named):
-            problems.append(f"tree {lr.index} names original trees out of range or twice")
-            continue
-        if seen & set(named):
-            problems.append(f"tree {lr.index} names original trees another tree names")
-        seen |= set(named)
-        if lr.merged < max(1, len(named)):
-            problems.append(f"tree {lr.index} merges {lr.merged} learners but names {len(named)}")
-        if lr.origin == "original" and (not named or lr.merged != len(named)):
-            problems.append(f"tree {lr.index} is marked original but not all its learners are")
-        if lr.origin == "new" and lr.merged == len(named):
-            problems.append(f"tree {lr.index} is marked new but names only original trees")
-        key = structure_key(comp.trees[lr.index])
-        for t in named:
-            if structure_key(orig.trees[t]) != key:
-                problems.append(f"tree {lr.index} does not share every split of original tree {t}")
-                break
-        else:
-            i = lr.index
-            if (
-                lr.merged == 1
-                and len(named) == 1
-                and not _scaled_copy(
-                    comp.trees[i], float(comp.weights[i]), orig.trees[named[0]], lr.weight
-                )
-            ):
-                problems.append(
-                    f"tree {lr.index}'s leaf values are not weight {lr.weight!r} times "
-                    f"original tree {named[0]}'s"
-                )
-    return problems
-
-
-def _scaled_copy(tree, tree_weight: float, original, weight: float) -> bool:
-    """Whether ``tree`` (weighted by ``tree_weight`` in its model: 1 in pace-cert's
-    output, the estimator weight when compress fell back to the original) scores each
-    leaf ``weight`` times ``original``'s value, up to one float32 rounding (how ``fold``
-    writes an unmerged original learner); the two share every split, so their leaves
-    are at the same positions."""
-    if not weight > 0:
-        return False
-    leaves = tree.left == LEAF
-    want = weight * original.value[leaves]
-    err = np.abs(tree_weight * tree.value[leaves] - want)
-    return bool(np.all(err <= 2.0**-23 * np.abs(want) + 1e-300))
-
-
-def _witness_problems(cert: Certificate, orig, c_o, forest, domain, so) -> list[str]:
-    """Re-check the boundary witnesses behind ``summary.witness_bound``: onnxruntime on
-    the original, the region rebuilt here, and the bound they give."""
-    s = cert.summary
-    if s.witness_bound is None and not s.boundary_witnesses:
-        return []
-    n = orig.n_features
-    if any(len(w.x) != n or not 0 <= w.feature < n for w in s.boundary_witnesses):
-        return [f"a witness does not have {n} features or names another feature"]
-
-    def moved(w) -> np.ndarray:
-        x = np.asarray(w.x, np.float32).copy()
-        x[w.feature] = np.float32(w.value_next)
-        return x
-
-    ws = [
-        Witness(
-            w.feature,
-            np.asarray(w.x, np.float32),
-            moved(w),
-            str(w.label),
-            str(w.label_next),
-        )
-        for w in s.boundary_witnesses
-    ]
-
-    def onnx_labels(Z: np.ndarray) -> np.ndarray:
-        return np.array([v.decode() if isinstance(v, bytes) else str(v) for v in labels(so, Z)])
-
-    problems = check_witnesses(ws, onnx_labels, lambda Z: region_mask(orig, c_o, forest, Z, domain))
-    want = witness_size_bound(len(ws), orig.max_depth)
-    if not problems and s.witness_bound != want:
-        problems.append(f"witness_bound {s.witness_bound}, the {len(ws)} witnesses give {want}")
-    return problems
-
-
-def _disagreements(orig, c_o, forest, domain, X, so, sc) -> dict | None:
-    if len(X) == 0:
-        return None
-    inside = region_mask(orig, c_o, forest, X, domain)
-    if not inside.any():
-        return None
-    Xi = X[inside]
-    lo, lc = labels(so, Xi), labels(sc, Xi)
-    diff = np.flatnonzero(lo != lc)
-    if len(diff) == 0:
-        return None
-    i = int(diff[0])
-    return _counterexample(Xi[i], lo[i], lc[i])
-
-
-def _plain(v):
-    """An onnxruntime label as the certificate writes labels (int or str)."""
-    if isinstance(v, bytes):
-        return v.decode()
-    return v.item() if hasattr(v, "item") else v
-
-
-def _counterexample(x: np.ndarray, lo, lc) -> dict:
-    return {
-        "point": [float(v) for v in x],
-        "original_label": _plain(lo),
-        "compressed_label": _plain(lc),
-    }
