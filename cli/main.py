@@ -578,15 +578,20 @@ def inspect(
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
-    """Trees, depth, leaves, classes, features and the detected exporter pattern."""
+    """Family, estimators and trees, depth, leaves, classes, features, the detected
+    exporter pattern and any input transform folded into the splits."""
 
     def body() -> int:
+        from pace_cert.model.ensemble import family_of
         from pace_cert.model.onnx_reader import read_ensemble
 
         ens, info = read_ensemble(model)
+        fold = ens.input_folding
         d: dict[str, Any] = {
             "model": str(model),
+            "family": family_of(ens),
             "pattern": ens.pattern,
+            "estimators": ens.n_estimators,
             "trees": ens.n_trees,
             "max_depth": ens.max_depth,
             "leaves": ens.n_leaves,
@@ -595,12 +600,25 @@ def inspect(
             "kind": ens.kind,
             "input": info.input_name,
             "label_output": info.label_name,
+            "input_transform": None
+            if fold is None
+            else {"ops": list(fold.ops), "folded_thresholds": len(fold.splits)},
         }
         if as_json:
             _print_json(d)
-        else:
-            for k, v in d.items():
-                typer.echo(f"{k:>13}: {v}")
+            return 0
+        for k, v in d.items():
+            if k == "estimators" and ens.n_estimators != ens.n_trees:
+                per = ens.n_trees // ens.n_estimators
+                v = f"{v} (x {per} classes: one tree per class and round = {ens.n_trees} trees)"
+            if k == "input_transform":
+                if fold is None:
+                    continue
+                v = (
+                    f"{' -> '.join(fold.ops)}, folded into {len(fold.splits)} split "
+                    "thresholds: the trees read the raw input"
+                )
+            typer.echo(f"{k:>15}: {v}")
         return 0
 
     _run(body, debug)

@@ -17,10 +17,14 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = "1.4"  # 1.1: summary.size_lower_bound; 1.2: boundary witnesses (optional);
+from pace_cert.model.ensemble import family_of
+
+SCHEMA_VERSION = "1.5"  # 1.1: summary.size_lower_bound; 1.2: boundary witnesses (optional);
 # 1.3: learners' merged / original_trees, history phase "merge", summary.phase "merge";
 # 1.4: history points without compressed_label (the label of an intermediate candidate,
-# which verify cannot replay), data (the training CSV's hash), region.coverage
+# which verify cannot replay), data (the training CSV's hash), region.coverage;
+# 1.5: original/compressed family, estimators and input_transform (a Pipeline's
+# Scaler/Imputer folded into the split thresholds)
 Label = int | str
 
 
@@ -46,6 +50,35 @@ class CpSatParameters(_Strict):
     presolve: dict = Field(default_factory=dict, description="CP-SAT parameters set by pace-cert")
 
 
+class FoldedThreshold(_Strict):
+    """One split threshold of the exported trees and the raw-input split it became."""
+
+    feature: int
+    threshold: float = Field(
+        description="the exported trees' float32 threshold on the transformed feature "
+        "(split: transformed x <= threshold, after normalising the split mode)"
+    )
+    raw_threshold: float | None = Field(
+        description="float32 t on the model input: transformed x <= threshold exactly when "
+        "x <= t (how = same) or x > t (how = swapped), for every non-NaN float32 x; "
+        "null when the split is constant"
+    )
+    how: Literal["same", "swapped", "always-left", "always-right"]
+
+
+class InputTransform(_Strict):
+    """Per-feature monotone transforms between the input and the trees (a Pipeline's
+    Imputer of NaN and Scaler), folded into the split thresholds: both models' trees
+    read the raw input."""
+
+    ops: list[str] = Field(description="the transforms, in input order")
+    folded: list[FoldedThreshold] = Field(
+        description="every distinct (feature, threshold) of the exported trees: the raw "
+        "float32 boundary found by search over float32 and confirmed with onnxruntime on "
+        "both of its sides"
+    )
+
+
 class ModelSummary(_Strict):
     path: str = Field(description="path as given on the command line")
     sha256: str
@@ -55,6 +88,21 @@ class ModelSummary(_Strict):
     classes: list[Label]
     features: int
     pattern: str = Field(description="exporter pattern recognised by the reader")
+    family: str | None = Field(
+        default=None,
+        description="model family as recognised (schema 1.5; null in older certificates)",
+    )
+    estimators: int | None = Field(
+        default=None,
+        description="trained estimators: equals trees except for multi-class gradient "
+        "boosting, where one estimator is one tree per class (100 estimators x 3 classes = "
+        "300 trees) (schema 1.5; null in older certificates)",
+    )
+    input_transform: InputTransform | None = Field(
+        default=None,
+        description="transforms between the input and the trees folded into the split "
+        "thresholds (schema 1.5); null when the trees read the input as it is",
+    )
 
 
 class Learner(_Strict):
@@ -184,7 +232,7 @@ class Summary(_Strict):
     phase: str = Field(
         description="phase whose model was kept: merge (the original, trees sharing every "
         "split merged, possibly without trees that split no witnessed gap), l1, l0, "
-        "l0-grow, l0-reweighted, boost, l0-enriched, refit, synth, l0-enriched-grow, "
+        "l0-grow, l0-reweighted, eliminate, boost, l0-enriched, refit, synth, l0-enriched-grow, "
         "l0-enriched-reweighted or l1-generated"
     )
     trees_before: int
@@ -301,6 +349,22 @@ def label(classes: np.ndarray, i: int) -> Label:
     return str(c) if isinstance(c, str | np.str_) else int(c)
 
 
+def input_transform(ens) -> InputTransform | None:
+    """The certificate's record of ``ens.input_folding`` (None without one)."""
+    fold = ens.input_folding
+    if fold is None:
+        return None
+    return InputTransform(
+        ops=list(fold.ops),
+        folded=[
+            FoldedThreshold(
+                feature=s.feature, threshold=s.threshold, raw_threshold=s.raw, how=s.how
+            )
+            for s in fold.splits
+        ],
+    )
+
+
 def model_summary(path: str, sha: str, ens) -> ModelSummary:
     return ModelSummary(
         path=str(path),
@@ -311,6 +375,9 @@ def model_summary(path: str, sha: str, ens) -> ModelSummary:
         classes=[label(ens.classes, i) for i in range(ens.n_classes)],
         features=ens.n_features,
         pattern=ens.pattern,
+        family=family_of(ens),
+        estimators=ens.n_estimators,
+        input_transform=input_transform(ens),
     )
 
 

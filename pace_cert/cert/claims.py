@@ -16,8 +16,8 @@ from typing import Literal
 
 import numpy as np
 
-from pace_cert.cert.certificate import Certificate, label
-from pace_cert.model.ensemble import Ensemble, float32_sum_guard
+from pace_cert.cert.certificate import Certificate, input_transform, label
+from pace_cert.model.ensemble import Ensemble, family_of, float32_sum_guard
 from pace_cert.model.onnx_reader import OnnxModelInfo
 from pace_cert.region.margins import eta_units, required_margin
 
@@ -107,7 +107,14 @@ def _summary_of(ens: Ensemble) -> dict:
         "classes": [label(ens.classes, i) for i in range(ens.n_classes)],
         "features": ens.n_features,
         "pattern": ens.pattern,
+        "family": family_of(ens),
+        "estimators": 0 if constant else ens.n_estimators,
+        "input_transform": input_transform(ens),
     }
+
+
+#: summary keys older certificates (schema < 1.5) do not state (null): not compared then
+SINCE_1_5 = ("family", "estimators")
 
 
 def _same(a: float | None, b: float | None) -> bool:
@@ -133,6 +140,8 @@ def claim_problems(
         ("compressed", cert.compressed, comp),
     ):
         for key, actual in _summary_of(ens).items():
+            if key in SINCE_1_5 and getattr(stated, key) is None:
+                continue
             if getattr(stated, key) != actual:
                 problems.append(
                     f"{name}.{key} is {getattr(stated, key)!r}, the model has {actual!r}"
@@ -303,8 +312,9 @@ def claim_catalog(cert: Certificate) -> list[Claim]:
         Claim(
             "models",
             "checked",
-            "SHA-256, trees, depth, leaves, classes, features and exporter pattern of both "
-            "files; the compressed model keeps the original's input, outputs and label type",
+            "SHA-256, trees, depth, leaves, classes, features, exporter pattern, family, "
+            "estimators and folded input transform of both files; the compressed model "
+            "keeps the original's input, outputs and label type",
         ),
         Claim(
             "region.parameters",

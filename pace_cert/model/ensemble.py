@@ -196,6 +196,39 @@ class FlatForest:
 
 
 @dataclass(frozen=True)
+class FoldedSplit:
+    """One split threshold of the trees as exported, on the transformed input, and the
+    raw-input split it became (:class:`InputFolding`).
+
+    ``how`` says what the raw split is: ``"same"`` (transform(x) <= threshold iff
+    x <= raw, children kept), ``"swapped"`` (a decreasing transform: transform(x) <=
+    threshold iff not x <= raw, so the children are swapped), ``"always-left"`` /
+    ``"always-right"`` (the split is constant on every non-NaN float32 input: the node
+    is replaced by that child; ``raw`` is None)."""
+
+    feature: int
+    threshold: float  # float32, x' <= threshold on the transformed value x'
+    raw: float | None  # float32, x <= raw on the model input
+    how: str  # "same" | "swapped" | "always-left" | "always-right"
+
+
+@dataclass(frozen=True)
+class InputFolding:
+    """Per-feature monotone transforms between the model input and the trees (e.g.
+    skl2onnx's Imputer and Scaler of a Pipeline), folded into the split thresholds: the
+    IR's trees read the raw input, and split ``x_f <= raw`` (children swapped when the
+    transform decreases) holds exactly when the exported split ``transform(x)_f <=
+    threshold`` does, for every non-NaN float32 x (each boundary found by a search over
+    float32 and confirmed with onnxruntime on both of its sides).
+
+    ``ops`` names the transforms in input order; ``splits`` lists every distinct
+    (feature, threshold) of the exported trees and what it became."""
+
+    ops: tuple[str, ...]
+    splits: tuple[FoldedSplit, ...]
+
+
+@dataclass(frozen=True)
 class Ensemble:
     """A weighted tree ensemble with an argmax decision (ties to the lowest index).
 
@@ -203,6 +236,14 @@ class Ensemble:
     for voting ensembles (random forests, AdaBoost) a normalised margin
     (S_a - S_b) / sigma is a vote share in [-1, 1]; for margin ensembles (gradient
     boosting) sigma = 1 and margins are raw scores.
+
+    ``family`` names the model family as the reader recognised it (e.g. "LightGBM
+    LGBMClassifier (onnxmltools)"; empty: derived from ``pattern``, see
+    :func:`family_of`); ``estimators`` counts the trained estimators when a tree is not
+    one (gradient boosting trains one tree per class and round: 100 estimators x 3
+    classes = 300 trees; 0 means one estimator per tree); ``input_folding`` records
+    the transforms folded into the thresholds (None: the trees read the input as is).
+    None of the three changes the decision rule.
     """
 
     trees: tuple[Tree, ...]
@@ -215,6 +256,9 @@ class Ensemble:
     pattern: str = "ir"
     runtime_guard: float = 0.0  # bound on the runtime's float32 error of S_a - S_b
     origin: tuple[str, ...] = field(default=())  # per tree: "original" | "new"
+    family: str = ""
+    estimators: int = 0  # trained estimators; 0: one per tree
+    input_folding: InputFolding | None = None
 
     def __post_init__(self) -> None:
         k = len(self.classes)
@@ -236,6 +280,8 @@ class Ensemble:
             raise ValueError("weights and base scores must be finite")
         if self.kind not in ("voting", "margin"):
             raise ValueError("kind is voting or margin")
+        if self.estimators < 0 or self.estimators > max(len(self.trees), 1):
+            raise ValueError("estimators must be between 0 and the number of trees")
 
     @property
     def n_classes(self) -> int:
@@ -244,6 +290,12 @@ class Ensemble:
     @property
     def n_trees(self) -> int:
         return len(self.trees)
+
+    @property
+    def n_estimators(self) -> int:
+        """Trained estimators (a gradient-boosting round of a K-class model is one
+        estimator of K trees); the number of trees unless the reader said otherwise."""
+        return self.estimators or self.n_trees
 
     @property
     def max_depth(self) -> int:
@@ -277,6 +329,23 @@ class Ensemble:
 
     def predict(self, X: np.ndarray) -> np.ndarray:
         return self.classes[self.predict_index(X)]
+
+
+PATTERN_FAMILIES = {
+    "pace-cert-argmax": "pace-cert compressed model",
+    "skl2onnx-tree-ensemble-classifier": "scikit-learn tree ensemble (skl2onnx)",
+    "skl2onnx-adaboost-samme": "scikit-learn AdaBoostClassifier, SAMME (skl2onnx)",
+    "ir": "in-memory ensemble",
+}
+
+
+def family_of(ens: Ensemble) -> str:
+    """The model family: what the reader named (``ens.family``), else the family of its
+    exporter pattern (a compressed model's family does not depend on how it was made)."""
+    if ens.family:
+        return ens.family
+    prefix = ens.pattern.split("/")[0]
+    return PATTERN_FAMILIES.get(prefix, prefix)
 
 
 def tree_sums(tables: Sequence[np.ndarray], base: np.ndarray, leaves: np.ndarray) -> np.ndarray:

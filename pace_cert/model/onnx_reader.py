@@ -18,7 +18,17 @@ Decision rules reproduced (measured on onnxruntime 1.32, pinned by tests):
   class-0 scores are ignored), provided class 1 has a score on every path;
 * skl2onnx AdaBoost (SAMME): a graph of one TreeEnsembleClassifier per estimator,
   per-estimator ArgMax votes mapped by Where/Mul to +w / sym*w, summed and pushed
-  through positive scalings and Exp; the label is the argmax of the summed votes.
+  through positive scalings and Exp; the label is the argmax of the summed votes;
+* onnxmltools LightGBM and XGBoost, skl2onnx HistGradientBoosting: one
+  TreeEnsembleClassifier with the rules above (readers/onnxmltools_*.py,
+  readers/skl2onnx_trees.py say which layouts each exporter writes);
+* TreeEnsemble (ai.onnx.ml opset 5) -> ArgMax [-> Gather]: argmax of the summed leaf
+  weights, post_transform NONE (readers/onnx_tree_ensemble_v5.py).
+
+Per-feature monotone transforms between the input and the trees (a skl2onnx Pipeline's
+Scaler, an Imputer of NaN) are folded into the split thresholds first
+(:mod:`pace_cert.model.input_transform`); anything else there is rejected with the op
+named and what to export instead.
 """
 
 from __future__ import annotations
@@ -32,6 +42,7 @@ from pace_cert.errors import InputError
 from pace_cert.model.ensemble import (
     Ensemble,
 )
+from pace_cert.model.input_transform import find_prefix, fold_input, strip_prefix
 from pace_cert.model.onnx_graph import (
     NoMatch,
     OnnxModelInfo,
@@ -40,6 +51,9 @@ from pace_cert.model.onnx_graph import (
     check_single_definitions,
     interface,
 )
+from pace_cert.model.readers.onnx_tree_ensemble_v5 import recognise_tree_ensemble_v5
+from pace_cert.model.readers.onnxmltools_lightgbm import recognise_lightgbm
+from pace_cert.model.readers.onnxmltools_xgboost import recognise_xgboost
 from pace_cert.model.readers.pace_cert_argmax import recognise_pace_cert_argmax
 from pace_cert.model.readers.skl2onnx_adaboost import recognise_adaboost_samme
 from pace_cert.model.readers.skl2onnx_trees import recognise_tree_ensemble_classifier
@@ -78,21 +92,32 @@ def read_ensemble(path: str | Path) -> tuple[Ensemble, OnnxModelInfo]:
 
 
 def ensemble_from_model(model: onnx.ModelProto) -> tuple[Ensemble, OnnxModelInfo]:
-    """Try every recogniser in turn; the first that matches wins."""
+    """Fold the input transforms in front of the trees, if any (a Pipeline), then try
+    every recogniser in turn on the rest; the first that matches wins."""
     check_single_definitions(model)
     info = interface(model)
+    prefix = find_prefix(model)
+    inner = model if prefix is None else strip_prefix(model, prefix)
     reasons = []
     for recognise in RECOGNISERS:
         try:
-            return recognise(model), info
+            ens = recognise(inner)
         except NoMatch as e:
             reasons.append(f"{recognise.__name__}: {e}")
+            continue
+        return (ens if prefix is None else fold_input(ens, model, prefix)), info
     raise UnsupportedModel("; ".join(reasons))
 
 
+#: one recogniser per exporter pattern, tried in this order (the exporter-specific ones
+#: before skl2onnx's generic single-classifier pattern, which their graphs may also fit:
+#: the rule is the same, only the family named differs)
 RECOGNISERS: tuple[Callable[[onnx.ModelProto], Ensemble], ...] = (
+    recognise_lightgbm,
+    recognise_xgboost,
     recognise_tree_ensemble_classifier,
     recognise_adaboost_samme,
+    recognise_tree_ensemble_v5,
     recognise_pace_cert_argmax,
 )
 

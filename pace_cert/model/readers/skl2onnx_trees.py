@@ -1,61 +1,68 @@
-"""Recogniser: skl2onnx RandomForest / ExtraTrees / GradientBoosting / DecisionTree
-classifiers (one TreeEnsembleClassifier; zipmap on or off)."""
+"""Recogniser: skl2onnx RandomForest / ExtraTrees / DecisionTree / GradientBoosting /
+HistGradientBoosting classifiers (one TreeEnsembleClassifier; zipmap on or off).
+
+skl2onnx writes all five as one TreeEnsembleClassifier reading the input, its label
+output copied to the graph's (through Identity or int64 Casts when zipmap is on). The
+rules are :func:`~pace_cert.model.tree_ensemble_op.decision_rule`'s:
+
+* forests and decision trees: leaf weights are class probabilities (divided by the
+  number of trees), post_transform NONE; multi-class: argmax; binary: one score column
+  (label 1 iff score > 0.5) or both classes named (label 1 iff the class-1 score > 0);
+* GradientBoosting: base values, post_transform LOGISTIC (binary: one score column,
+  class 0's, and one base value: label 1 iff score + base > 0, or > 0.5 when every
+  leaf weight is >= 0) or SOFTMAX (K > 2: one tree per class and round, argmax of the
+  raw scores plus base values);
+* HistGradientBoosting: the same layouts as GradientBoosting, with
+  ``nodes_missing_value_tracks_true`` set where scikit-learn sends missing values left
+  (read past: NaN is outside every proof). Categorical splits are exported by skl2onnx
+  as ordinary BRANCH_LEQ splits on the category code, which is what onnxruntime (and so
+  the IR) computes, whatever scikit-learn does with them.
+
+The post transform never matters: onnxruntime takes the label before it.
+
+The family is named from skl2onnx's graph name ``ONNX(<estimator class>)`` when it is a
+known classifier, else (``ONNX(Pipeline)``) from the attributes: gradient boosting when
+there are base values or a LOGISTIC/SOFTMAX transform, a forest otherwise. The name
+does not change the rule.
+"""
 
 from __future__ import annotations
 
-import numpy as np
+import dataclasses
+import re
+
 import onnx
 
 from pace_cert.model.ensemble import (
     Ensemble,
 )
-from pace_cert.model.onnx_graph import (
-    ML_DOMAIN,
-    NoMatch,
-    check_label_casts,
-    interface_input,
-    label_source,
-    n_features,
-    producers,
-    sum_guard,
+from pace_cert.model.readers.single_tec import tec_ensemble, the_classifier
+from pace_cert.model.tree_ensemble_op import ParsedTrees
+
+SKLEARN_CLASSIFIERS = (
+    "RandomForestClassifier",
+    "ExtraTreesClassifier",
+    "DecisionTreeClassifier",
+    "ExtraTreeClassifier",
+    "GradientBoostingClassifier",
+    "HistGradientBoostingClassifier",
 )
-from pace_cert.model.tree_ensemble_op import (
-    decision_rule,
-    parse_tree_ensemble_classifier,
-)
+
+
+def sklearn_family(model: onnx.ModelProto, tec: ParsedTrees) -> str:
+    m = re.fullmatch(r"ONNX\((\w+)\)", model.graph.name)
+    if m and m.group(1) in SKLEARN_CLASSIFIERS:
+        return f"scikit-learn {m.group(1)} (skl2onnx)"
+    boosting = len(tec.base) > 0 or tec.post_transform in ("LOGISTIC", "SOFTMAX")
+    what = "gradient boosting" if boosting else "forest or decision tree"
+    if model.graph.name == "ONNX(Pipeline)":
+        return f"scikit-learn Pipeline ending in a {what} (skl2onnx)"
+    return f"scikit-learn {what} (skl2onnx)"
 
 
 def recognise_tree_ensemble_classifier(model: onnx.ModelProto) -> Ensemble:
-    """skl2onnx RandomForest / ExtraTrees / GradientBoosting / DecisionTree classifiers."""
-    nodes = model.graph.node
-    tecs = [n for n in nodes if n.op_type == "TreeEnsembleClassifier"]
-    if len(tecs) != 1:
-        raise NoMatch("not a single TreeEnsembleClassifier")
-    other = {n.op_type for n in nodes} - {"TreeEnsembleClassifier", "Identity", "ZipMap", "Cast"}
-    if other:
-        raise NoMatch(f"unexpected ops {sorted(other)}")
-    node = tecs[0]
-    if node.domain != ML_DOMAIN:
-        raise NoMatch("TreeEnsembleClassifier outside ai.onnx.ml")
-    prod = producers(model)
-    label, casts = label_source(model, prod)
-    if prod.get(label) is not node or label != node.output[0]:
-        raise NoMatch("the label output does not come from the TreeEnsembleClassifier")
-    if node.input[0] != interface_input(model).name:
-        raise NoMatch("the tree ensemble does not read the model input directly")
-    tec = parse_tree_ensemble_classifier(node)
-    check_label_casts(casts, tec.classes)
-    trees, base, kind, scale, rule = decision_rule(tec)
-    guard = sum_guard(trees, base)
-    return Ensemble(
-        trees=tuple(trees),
-        weights=np.ones(len(trees)),
-        base=base,
-        classes=tec.classes,
-        n_features=n_features(model, trees),
-        kind=kind,
-        margin_scale=scale,
-        pattern=f"skl2onnx-tree-ensemble-classifier/{rule}",
-        runtime_guard=guard,
-        origin=("original",) * len(trees),
-    )
+    """skl2onnx RandomForest / ExtraTrees / DecisionTree / GradientBoosting /
+    HistGradientBoosting classifiers."""
+    node = the_classifier(model, {"Identity", "ZipMap", "Cast"})
+    ens, tec = tec_ensemble(model, node, "skl2onnx-tree-ensemble-classifier", "")
+    return dataclasses.replace(ens, family=sklearn_family(model, tec))
