@@ -89,8 +89,9 @@ def compress_run(tmp_path_factory, zoo_model) -> Callable[..., CompressRun]:
         model, data = zoo_model(dataset, kind, n, depth)
 
         def build(d: Path) -> None:
-            from pace_cert.cli.main import app
             from typer.testing import CliRunner
+
+            from pace_cert.cli.main import app
 
             args = ["compress", str(model), "--data", str(data), "--out", str(d / "out")]
             res = CliRunner().invoke(app, [*args, "--quiet", *flags])

@@ -13,8 +13,9 @@ import numpy as np
 import onnx
 import pytest
 from onnx import TensorProto, helper
-from pace_cert.cli.main import app
 from typer.testing import CliRunner
+
+from pace_cert.cli.main import app
 
 runner = CliRunner()
 

@@ -15,10 +15,10 @@ from types import SimpleNamespace
 import numpy as np
 import onnx
 import pytest
-from pace_cert.cli.main import app
 from typer.testing import CliRunner
 
 from pace_cert.cert.certificate import Certificate
+from pace_cert.cli.main import app
 from pace_cert.driver.result import STOP_PROVED_MINIMAL
 from pace_cert.model.onnx_reader import read_ensemble
 from pace_cert.model.runtime import labels, session

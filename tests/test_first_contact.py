@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import onnx
 import pytest
-from pace_cert.cli.main import ProgressDisplay, app
 from typer.testing import CliRunner
 
 from pace_cert.cert.certificate import Certificate
+from pace_cert.cli.main import ProgressDisplay, app
 
 from .behaviour import RUNS, _model_and_data
 from .helpers import tec_model

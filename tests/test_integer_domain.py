@@ -7,12 +7,12 @@ import itertools
 
 import numpy as np
 import pytest
-from pace_cert.cli.main import app
 from typer.testing import CliRunner
 
 from pace_cert.app import run_compress
 from pace_cert.cert.certificate import Certificate
 from pace_cert.cert.verify import run_verify
+from pace_cert.cli.main import app
 from pace_cert.model.ensemble import LEAF, Tree
 from pace_cert.model.onnx_reader import read_ensemble
 from pace_cert.model.runtime import labels, session

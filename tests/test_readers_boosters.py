@@ -286,8 +286,9 @@ def test_label_ignores_post_transform(layout, post):
 
 
 def test_inspect_names_family_and_counts_estimators(tmp_path):
-    from pace_cert.cli.main import app
     from typer.testing import CliRunner
+
+    from pace_cert.cli.main import app
 
     X, y = _raw("seeds")
     model = zoo.export_onnx(zoo.make_model("gb", 100, 1).fit(X, y), X.shape[1])
