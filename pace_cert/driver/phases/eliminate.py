@@ -7,7 +7,8 @@ that the vote share is kept), which stay close to the original function, and rem
 trees a few at a time: the ``step`` trees whose removal keeps the smallest margin over
 the samples largest (greedy, exact on the margin rows), certified by the faithful loop
 (screen, then CP-SAT). A refuted removal leaves its separating samples behind, which
-steer the next choice; after ``ROUNDS`` refutations the step halves. Every certified
+steer the next choice; after ``ROUNDS`` refutations the step halves, and at one tree
+it keeps trying removals it has not tried while one meets every sample. Every certified
 removal is offered at once, so the run has a smaller certified model early. Why, and
 what else was measured: docs/decisions/0012-eliminate-on-large-domains.md.
 """
@@ -115,6 +116,7 @@ class Eliminate(BaseStep):
     def run(self, state: RunState, budget: Budget) -> Iterator[Offer]:
         learners = state.learners[: state.original.n_trees]
         master = _Master(state)
+        refuted: set[tuple[int, ...]] = set()  # one-tree removals refuted so far
         while master.step >= 1 and not budget.expired():
             res = faithful_loop(
                 state, "l0-eliminate", master.solve, learners, budget, max_rounds=ROUNDS
@@ -124,4 +126,12 @@ class Eliminate(BaseStep):
                 state.say(f"[eliminate] certified {res.model.n_trees} trees (step {master.step})")
                 yield Offer(res, "eliminate")
                 continue
-            master.step //= 2
+            if master.step > 1:
+                master.step //= 2
+                continue
+            # one tree at a time: the refutations' samples steer the next choice, so
+            # keep trying while some removal still meets every sample and is new
+            proposal = tuple(master.proposed)
+            if res.gave_up or proposal in refuted:
+                break
+            refuted.add(proposal)
