@@ -10,7 +10,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	# setuptools says "Editable installation" for the cli/ -> pace_cert.cli mapping: information only
-	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip install -q -e ".[dev,boosters]"
+	PYTHONWARNINGS="ignore:Editable installation" $(BIN)/python -m pip install -q -e ".[dev,boosters,ray]"
 	touch $(STAMP)
 
 ## demo: install, train a random forest on a bundled dataset, compress, verify

@@ -42,7 +42,22 @@ ThreadsOpt = Annotated[
     int,
     typer.Option(
         help="Threads for the separation oracle: one single-worker CP-SAT search per "
-        "label pair at a time; idle threads race other seeds on undecided pairs."
+        "label pair at a time; idle threads race other seeds on undecided pairs. With "
+        "--backend ray: the pair solves in flight at once (set it to the cluster's CPUs)."
+    ),
+]
+BackendOpt = Annotated[
+    str,
+    typer.Option(
+        help="Where the label pairs' CP-SAT solves run: local (threads of this process) or "
+        "ray (Ray tasks; pip install 'pace-cert[ray]'). The verdict does not depend on it."
+    ),
+]
+RayAddressOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="With --backend ray: the cluster (host:port or ray://host:port); default the "
+        "RAY_ADDRESS environment variable, else a local Ray instance with --threads CPUs."
     ),
 ]
 
@@ -249,6 +264,8 @@ def compress(
             "with LP cuts on HiGHS; no big-M), highs or gurobi (the big-M MILP)."
         ),
     ] = "auto",
+    backend: BackendOpt = "local",
+    ray_address: RayAddressOpt = None,
     as_json: JsonOpt = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress lines.")] = False,
     debug: DebugOpt = False,
@@ -272,7 +289,7 @@ def compress(
         from pace_cert.settings import CompressConfig, SettingError
 
         try:  # every flag checked against the settings table (pace_cert/settings.py)
-            cfg = CompressConfig(
+            cfg = CompressConfig.of(
                 mode=mode,
                 eta=eta,
                 delta=delta,
@@ -285,6 +302,8 @@ def compress(
                 milp=milp,
                 iforest_estimators=iforest_trees,
                 iforest_max_samples=iforest_samples or "auto",
+                backend=backend,
+                ray_address=ray_address,
             )
         except SettingError as e:
             raise InputError(None, str(e)) from None
@@ -463,6 +482,8 @@ def verify(
     ] = 0,
     threads: ThreadsOpt = 2,
     time_limit: Annotated[float | None, typer.Option(help="Seconds for the proof.")] = None,
+    backend: BackendOpt = "local",
+    ray_address: RayAddressOpt = None,
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
@@ -480,6 +501,8 @@ def verify(
             exhaustive=exhaustive,
             data_path=data,
             probe=probe,
+            backend=backend,
+            ray_address=ray_address,
         )
         if as_json:
             _print_json(rep.to_json())

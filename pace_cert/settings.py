@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pace_cert.oracle.settings import OracleSettings
+from pace_cert.oracle.settings import BACKENDS, OracleSettings, ray_address_ok
 
 MODES = ("pace", "prune", "generate")
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -27,6 +27,7 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "integer": ("infer", "none"),
     "milp": ("auto", "cover", "highs", "gurobi"),
     "l0.fallback": ("grow", "reweight"),
+    "oracle.backend": BACKENDS,
 }
 MAX_SEED = 2**31 - 1  # CP-SAT and HiGHS take 32-bit seeds
 
@@ -198,13 +199,15 @@ class CompressConfig:
 
 @dataclass(frozen=True)
 class Rule:
-    """One setting's constraint: ``path`` (a field, or "group.field" for tuning),
-    ``ok(value)``, what it expects (for the message), and the CLI flag naming it."""
+    """One setting's constraint: ``path`` (a field, "group.field" for tuning, or a
+    whole group), ``ok(value)``, what it expects (for the message), the CLI flag naming
+    it, and ``shown(value)``: what the message quotes (default: the value)."""
 
     path: str
     ok: Callable[[Any], bool]
     expect: str
     flag: str | None = None
+    shown: Callable[[Any], Any] | None = None
 
     def name(self) -> str:
         return self.flag or self.path
@@ -282,11 +285,28 @@ RULES: tuple[Rule, ...] = (
     _seconds("pace.synth_seconds"),
     _seconds("pace.bound_seconds"),
     _count("pace.synth_threads"),
+    _choice("oracle.backend", "--backend"),
+    Rule(
+        "oracle.ray_address",
+        ray_address_ok,
+        "be a Ray cluster address (host:port or ray://host:port)",
+        "--ray-address",
+    ),
+    Rule(
+        "oracle",
+        lambda o: o.ray_address is None or o.backend == "ray",
+        "come with --backend ray",
+        "--ray-address",
+        lambda o: o.ray_address,
+    ),
+    _count("oracle.ray_retries"),
 )
 
 
 def _value(cfg: CompressConfig, path: str) -> Any:
     group, _, name = path.rpartition(".")
+    if not group and name in _GROUPS:
+        return getattr(cfg.tuning, name)  # a whole group (a rule across its fields)
     return getattr(getattr(cfg.tuning, group) if group else cfg, name)
 
 
@@ -295,7 +315,8 @@ def check(cfg: CompressConfig) -> None:
     for rule in RULES:
         value = _value(cfg, rule.path)
         if not rule.ok(value):
-            raise SettingError(rule.name(), f"must {rule.expect}, got {value!r}")
+            got = value if rule.shown is None else rule.shown(value)
+            raise SettingError(rule.name(), f"must {rule.expect}, got {got!r}")
 
 
 def check_for_model(cfg: CompressConfig, kind: str) -> None:

@@ -67,7 +67,23 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "<profile>.run.json without running anything",
     )
     p.add_argument("-v", "--verbose", action="store_true", help="show compress progress")
-    return p.parse_args(argv)
+    p.add_argument(
+        "--backend",
+        choices=("local", "ray"),
+        default="local",
+        help="local: one configuration after another in this process; ray: each "
+        "configuration a Ray task (--threads CPUs each), as many at once as fit",
+    )
+    p.add_argument(
+        "--ray-address",
+        default=None,
+        help="with --backend ray: the cluster (default RAY_ADDRESS, else a local Ray "
+        "instance with every CPU)",
+    )
+    args = p.parse_args(argv)
+    if args.ray_address is not None and args.backend != "ray":
+        p.error("--ray-address needs --backend ray")
+    return args
 
 
 def run_and_report(profile: Profile, args: argparse.Namespace, command: str) -> int:
@@ -76,9 +92,23 @@ def run_and_report(profile: Profile, args: argparse.Namespace, command: str) -> 
     if args.fresh:
         (args.out / f"{profile.name}.csv").unlink(missing_ok=True)
     t0 = time.perf_counter()
-    results = run_profile(
-        profile, args.out, args.only, args.time_limit, args.threads, args.verbose, stats
-    )
+    if args.backend == "ray":
+        from benchmarks.harness.ray_run import run_profile_ray
+
+        results = run_profile_ray(
+            profile,
+            args.out,
+            args.only,
+            args.time_limit,
+            args.threads,
+            args.verbose,
+            stats,
+            args.ray_address,
+        )
+    else:
+        results = run_profile(
+            profile, args.out, args.only, args.time_limit, args.threads, args.verbose, stats
+        )
     stats.wall_seconds = time.perf_counter() - t0
     stats.peak_rss_mb = peak_rss_mb()
     save_stats(args.out / f"{profile.name}.run.json", stats)

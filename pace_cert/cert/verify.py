@@ -45,6 +45,7 @@ from pace_cert.model.runtime import labels, loadable_session
 from pace_cert.oracle.cpsat import SeparationOracle
 from pace_cert.oracle.score_model import RegionSpec, ScoreModel
 from pace_cert.oracle.screen import Screen
+from pace_cert.oracle.settings import BACKENDS, OracleSettings, ray_address_ok
 from pace_cert.region.domain import build_domain
 from pace_cert.region.margins import eta_units, region_margin, required_margin
 from pace_cert.region.masks import probe_points, region_mask
@@ -231,9 +232,16 @@ def run_verify(
     exhaustive: bool = False,
     data_path: Path | None = None,
     probe: int = 0,
+    backend: str = "local",
+    ray_address: str | None = None,
 ) -> VerifyReport:
     """Re-prove the certificate; the report names the input domain the proof covers and
     says, claim by claim, what was checked and what is only stated.
+
+    ``backend``: where the pairs' CP-SAT solves run, "local" (threads of this process)
+    or "ray" (Ray tasks on the cluster at ``ray_address``, else at ``RAY_ADDRESS``, else
+    on a local Ray instance with ``threads`` CPUs); ``threads`` is the number of solves
+    at once either way. The answer does not depend on it.
 
     ``probe``: also replay this many random points near the ``data_path`` rows
     (:func:`pace_cert.region.probe_points`, seeded by the certificate's seed) through
@@ -248,6 +256,17 @@ def run_verify(
         raise InputError(None, f"--probe must be >= 0, got {probe}")
     if probe and data_path is None:
         raise InputError(None, "--probe needs --data (its points are drawn near the data rows)")
+    if backend not in BACKENDS:
+        raise InputError(None, f"--backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    if not ray_address_ok(ray_address):
+        raise InputError(
+            None,
+            "--ray-address must be a Ray cluster address (host:port or ray://host:port), "
+            f"got {ray_address!r}",
+        )
+    if ray_address is not None and backend != "ray":
+        raise InputError(None, f"--ray-address must come with --backend ray, got {ray_address!r}")
+    settings = OracleSettings(backend=backend, ray_address=ray_address)
     cert, dropped = _load(cert_path)
     rep = _prove(
         cert,
@@ -259,6 +278,7 @@ def run_verify(
         exhaustive,
         None if data_path is None else Path(data_path),
         probe,
+        settings,
     )
     if dropped:
         rep.claims.append(
@@ -285,6 +305,7 @@ class _Context:
     so: object
     sc: object
     identical: bool
+    settings: OracleSettings  # the oracle's (its backend)
 
 
 def _prove(
@@ -297,6 +318,7 @@ def _prove(
     exhaustive: bool,
     data_path: Path | None,
     probe: int = 0,
+    settings: OracleSettings | None = None,
 ) -> VerifyReport:
     load_onnx(original_path)
     load_onnx(compressed_path)
@@ -367,7 +389,8 @@ def _prove(
         X_data = read_csv(data_path, orig.classes, orig.n_features, target).X
         data_sha = _sha(data_path.read_bytes())
     X_probe = None if X_data is None else probe_points(X_data, probe, cert.seed)
-    ctx = _Context(cert, orig, comp, forest, domain, c_o, so, sc, ob == cb)
+    settings = OracleSettings() if settings is None else settings
+    ctx = _Context(cert, orig, comp, forest, domain, c_o, so, sc, ob == cb, settings)
     n_cells = _cell_count(domain) if exhaustive and not ctx.identical else 0
     if n_cells > EXHAUSTIVE_LIMIT:  # before any solving
         raise InputError(None, f"--exhaustive: {n_cells} cells exceed {EXHAUSTIVE_LIMIT}")
@@ -503,7 +526,9 @@ def _faithfulness(
         region = RegionSpec(c_o, pl_model, None if forest is None else forest.delta_abs)
         original = ScoreModel.from_ensemble(orig)
         hints = Screen(domain, original, region, seed=cert.seed)  # every cell of a small domain
-        oracle = SeparationOracle(domain, original, region, seed=cert.seed, hints=hints)
+        oracle = SeparationOracle(
+            domain, original, region, seed=cert.seed, settings=ctx.settings, hints=hints
+        )
         results = oracle.separate(
             ScoreModel.from_ensemble(comp),
             required_margin(comp),

@@ -16,7 +16,9 @@ and the search continues. A pair is proved only on status INFEASIBLE; a time lim
 gives UNKNOWN.
 
 The pairs of one call are spread over threads by :mod:`pace_cert.oracle.schedule`;
-the screen (:mod:`pace_cert.oracle.screen`) may supply solution hints.
+the screen (:mod:`pace_cert.oracle.screen`) may supply solution hints. Each CP-SAT
+solve runs in the calling thread (``settings.backend`` "local") or as a Ray task
+("ray", :mod:`pace_cert.oracle.ray_backend`); everything else stays here.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from pace_cert.model.ensemble import LEAF, Tree
 from pace_cert.oracle.schedule import Race, run_parallel, run_race, run_sequential, schedule_for
 from pace_cert.oracle.score_model import PairResult, RegionSpec, ScoreModel
 from pace_cert.oracle.screen import Screen
-from pace_cert.oracle.settings import OracleSettings
+from pace_cert.oracle.settings import BACKENDS, OracleSettings
 from pace_cert.region.domain import FeatureDomain
 from pace_cert.region.scaling import ScaledCondition, scale_condition
 
@@ -138,6 +140,7 @@ class SeparationOracle:
         self._region_conds = {y0: self._region_conditions(y0) for y0 in range(k)}
         self.stats = OracleStats()
         self._pair_hints: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._ray = None  # RayPool, on the first call with settings.backend "ray"
 
     # ------------------------------------------------------------------ model building
     def _build_features(self) -> list[list[cp_model.IntVar]]:
@@ -272,6 +275,13 @@ class SeparationOracle:
         ``budget``; a pair the budget stops is UNKNOWN. ``until_found``: see
         :func:`pace_cert.oracle.schedule.run_race`."""
         comp_slots = [self.register(t) for t in compressed.trees]
+        if self.settings.backend not in BACKENDS:
+            raise ValueError(f"OracleSettings.backend must be one of {BACKENDS}")
+        if self.settings.backend == "ray" and self._ray is None:
+            from pace_cert.oracle.ray_backend import RayPool
+
+            st = self.settings
+            self._ray = RayPool(st.ray_address, threads, st.ray_retries)
         k = len(self.original.base)
         if pairs is None:
             pairs = [(a, b) for a in range(k) for b in range(k) if a != b]
@@ -346,7 +356,7 @@ class SeparationOracle:
         self._post(m, comp_slots, sep)
         res = PairResult(y0, y, "UNKNOWN", scale_exp=sep.scale_exp, error_bound=sep.error_bound)
         res.region_error_bound = region_err
-        solver = cp_model.CpSolver()
+        solver = self._new_solver()
         solver.parameters.num_workers = workers
         solver.parameters.random_seed = self.seed if seed is None else seed
         for key, value in self.settings.cpsat_params.items():
@@ -367,6 +377,7 @@ class SeparationOracle:
             status = solver.solve(m)
             res.conflicts += int(solver.num_conflicts)
             res.branches += int(solver.num_branches)
+            res.solve_seconds += float(solver.wall_time)
             if status == cp_model.INFEASIBLE:
                 res.status = "INFEASIBLE"
                 break
@@ -393,6 +404,16 @@ class SeparationOracle:
             )
         res.seconds = time.perf_counter() - t0
         return res
+
+    def _new_solver(self):
+        """A CP-SAT solver for one attempt: ``CpSolver`` here, or its Ray stand-in
+        (:class:`~pace_cert.oracle.ray_backend.RaySolver`), which sends the model to a
+        task and brings back the values of the order literals and leaf booleans."""
+        if self._ray is None:
+            return cp_model.CpSolver()
+        order = [lit.index for lits in self._order for lit in lits]
+        decode = np.concatenate([np.array(order, np.int64), *(s.var_index for s in self._slots)])
+        return self._ray.solver(decode)
 
     def _hints(
         self, compressed: ScoreModel, pairs: list[tuple[int, int]]

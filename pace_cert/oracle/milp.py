@@ -150,7 +150,7 @@ class MilpSeparationOracle(SeparationOracle):
         if linking not in LINKINGS:
             raise ValueError(f"linking must be one of {LINKINGS}, not {linking!r}")
         # one HiGHS solve per pair: no seed races
-        settings = replace(settings or OracleSettings(), schedule="parallel")
+        settings = replace(settings or OracleSettings(), schedule="parallel", backend="local")
         super().__init__(domain, original, region, seed=seed, settings=settings, hints=hints)
         self.linking = linking
         sizes = np.array([max(len(c) - 1, 0) for c in self._allowed_cells], np.int64)

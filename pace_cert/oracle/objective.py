@@ -91,7 +91,7 @@ class ObjectiveSeparationOracle(SeparationOracle):
         hints: Screen | None = None,
     ) -> None:
         # _solve_pair keeps a per-thread goal: no races
-        settings = replace(settings or OracleSettings(), schedule="parallel")
+        settings = replace(settings or OracleSettings(), schedule="parallel", backend="local")
         super().__init__(domain, original, region, seed=seed, settings=settings, hints=hints)
         self._local = threading.local()  # pairs are solved in parallel worker threads
 

@@ -82,6 +82,7 @@ class PairResult:
     status: str  # INFEASIBLE | FEASIBLE | UNKNOWN
     point: np.ndarray | None = None
     seconds: float = 0.0
+    solve_seconds: float = 0.0  # inside CP-SAT (on the worker with the Ray backend)
     conflicts: int = 0
     branches: int = 0
     spurious: int = 0

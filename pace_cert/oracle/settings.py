@@ -10,6 +10,16 @@ from dataclasses import dataclass, field
 
 SCHEDULES = ("race", "parallel", "sequential")
 TREE_SUMS = ("plausibility", "all", "none")
+#: where pair solves run: threads of this process, or Ray tasks (docs/decisions/0013-ray-backend.md)
+BACKENDS = ("local", "ray")
+
+
+def ray_address_ok(address: object) -> bool:
+    """None (``RAY_ADDRESS``, else a local instance) or a non-empty address without
+    spaces (``host:port``, ``ray://host:port``); Ray itself checks that it answers."""
+    return address is None or (
+        isinstance(address, str) and address != "" and not any(c.isspace() for c in address)
+    )
 
 
 def _cpsat_params() -> dict[str, object]:
@@ -50,6 +60,15 @@ class OracleSettings:
     * ``found_grace_seconds``: ``separate(until_found=True)``: least time undecided pairs
       get after the call's first separating sample.
     * ``use_hints``: start CP-SAT from the screen's closest point (steers only).
+    * ``backend``: where each CP-SAT solve of a pair runs: "local" (a thread of this
+      process) or "ray" (a Ray task, :mod:`pace_cert.oracle.ray_backend`; the schedule,
+      the exact region check and the nogoods stay here). Checked with the other
+      settings in :data:`pace_cert.settings.RULES` (``--backend``).
+    * ``ray_address``: the Ray cluster to use (``--ray-address``); None: the
+      ``RAY_ADDRESS`` environment variable, else a local Ray instance with ``threads``
+      CPUs. Only with ``backend="ray"``.
+    * ``ray_retries``: Ray retries of a task whose worker died or raised; after them the
+      solve is UNKNOWN (never a proof).
     """
 
     cpsat_params: dict[str, object] = field(default_factory=_cpsat_params)
@@ -64,6 +83,9 @@ class OracleSettings:
     escalate_seconds: float = 2.0
     found_grace_seconds: float = 1.0
     use_hints: bool = True
+    backend: str = "local"
+    ray_address: str | None = None
+    ray_retries: int = 2
 
     def __post_init__(self) -> None:
         if self.schedule not in SCHEDULES:
