@@ -32,7 +32,14 @@ from ortools.sat.python import cp_model
 
 from pace_cert.budget import Budget
 from pace_cert.model.ensemble import LEAF, Tree
-from pace_cert.oracle.schedule import Race, run_parallel, run_race, run_sequential, schedule_for
+from pace_cert.oracle.schedule import (
+    LevelOrder,
+    Race,
+    run_parallel,
+    run_race,
+    run_sequential,
+    schedule_for,
+)
 from pace_cert.oracle.score_model import PairResult, RegionSpec, ScoreModel
 from pace_cert.oracle.screen import Screen
 from pace_cert.oracle.settings import BACKENDS, OracleSettings
@@ -141,6 +148,7 @@ class SeparationOracle:
         self.stats = OracleStats()
         self._pair_hints: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
         self._ray = None  # RayPool, on the first call with settings.backend "ray"
+        self._levels: LevelOrder | None = None  # the race's level order, kept across calls
 
     # ------------------------------------------------------------------ model building
     def _build_features(self) -> list[list[cp_model.IntVar]]:
@@ -300,7 +308,7 @@ class SeparationOracle:
         if schedule == "race":
             results = run_race(
                 pairs, attempt, threads, deadline, seed=self.seed,
-                levels=self.race_linearization(), settings=self.settings,
+                levels=self._level_order(), settings=self.settings,
                 until_found=until_found,
             )  # fmt: skip
         elif schedule == "parallel":
@@ -315,6 +323,12 @@ class SeparationOracle:
         """The schedule :meth:`separate` runs with ``threads`` threads on ``n_pairs``
         pairs (:func:`pace_cert.oracle.schedule.schedule_for`)."""
         return schedule_for(self.settings.schedule, threads, n_pairs)
+
+    def _level_order(self) -> LevelOrder:
+        """The race's level order, first :meth:`race_linearization`, then what won."""
+        if self._levels is None:
+            self._levels = LevelOrder(self.race_linearization())
+        return self._levels
 
     def race_linearization(self) -> tuple[int, ...]:
         """CP-SAT ``linearization_level`` of racing attempts 0, 1, ... (cycled)."""

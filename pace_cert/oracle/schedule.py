@@ -56,6 +56,35 @@ class Race:
             sv.stop_search()
 
 
+class LevelOrder:
+    """The CP-SAT ``linearization_level`` of racing attempts, in order of preference:
+    a pair's next attempt takes the first level it has tried least. The level of the
+    attempt that decided the last pair moves to the front, so the pairs after it (in
+    this call and, the object living on the oracle, in later calls) start with the
+    level that has been winning. Which level is faster depends on the model: level 0
+    first is faster on the paper's binned forests (docs/decisions/0002-race-schedule.md),
+    level 1 on raw-feature forests with many classes (a digits forest: every level-0
+    attempt lost to its level-1 twin after 2 s, 64 s for a proof that takes 2 s)."""
+
+    def __init__(self, levels: tuple[int, ...]) -> None:
+        if not levels:
+            raise ValueError("LevelOrder needs at least one level")
+        self._lock = threading.Lock()
+        self.levels = list(dict.fromkeys(levels))  # unique, in the given order
+
+    def pick(self, tried: list[int]) -> int:
+        """The level for a pair's next attempt, given the levels its attempts used."""
+        with self._lock:
+            return min(self.levels, key=lambda lv: (tried.count(lv), self.levels.index(lv)))
+
+    def won(self, level: int) -> None:
+        """An attempt at ``level`` decided its pair: start the next pairs with it."""
+        with self._lock:
+            if level in self.levels:
+                self.levels.remove(level)
+                self.levels.insert(0, level)
+
+
 #: one attempt at a pair: (pair, workers, deadline, race, seed, linearization level)
 Attempt = Callable[
     [Pair, int, "float | None", "Race | None", "int | None", "int | None"], PairResult
@@ -94,18 +123,18 @@ def run_race(
     deadline: float | None,
     *,
     seed: int,
-    levels: tuple[int, ...],
+    levels: LevelOrder,
     settings: OracleSettings,
     until_found: bool = False,
 ) -> list[PairResult]:
     """``threads`` single-worker attempts at a time. Pairs start in order with ``seed``;
     a thread with no pair left to start runs another seed (seed + attempt number) on the
-    undecided pair with the fewest attempts, with ``linearization_level``
-    ``levels[attempt % len(levels)]``. When every thread is busy, one more attempt may
-    start on a pair whose last attempt has run ``escalate_seconds * 2**(attempts - 1)``
-    (two pairs both stuck in a heavy tail leave no thread idle). A pair's result is its
-    first FEASIBLE or INFEASIBLE attempt; UNKNOWN only when every attempt ended
-    undecided (at most ``max_attempts``).
+    undecided pair with the fewest attempts, with the ``linearization_level``
+    ``levels.pick`` gives it (the level that decided the last pair first). When every
+    thread is busy, one more attempt may start on a pair whose last attempt has run
+    ``escalate_seconds * 2**(attempts - 1)`` (two pairs both stuck in a heavy tail leave no
+    thread idle). A pair's result is its first FEASIBLE or INFEASIBLE attempt; UNKNOWN
+    only when every attempt ended undecided (at most ``max_attempts``).
 
     ``until_found``: once some pair has a separating sample, a pair still undecided
     after searching for ``max(found_grace_seconds, time to that first sample)`` since
@@ -121,6 +150,8 @@ def run_race(
     races = {pr: Race() for pr in pairs}
     results: dict[Pair, PairResult] = {}
     live: dict[Future, Pair] = {}
+    tried: dict[Pair, list[int]] = {pr: [] for pr in pairs}  # the levels of its attempts
+    level_of: dict[Future, int] = {}
     started: dict[Pair, float] = {}  # when each pair's last attempt began
     first_start: dict[Pair, float] = {}  # when its first attempt began
 
@@ -147,8 +178,11 @@ def run_race(
             attempts[pr] += 1
             started[pr] = now
             first_start.setdefault(pr, now)
-            fut = ex.submit(attempt, pr, 1, deadline, races[pr], seed + k, levels[k % len(levels)])
+            level = levels.pick(tried[pr])
+            tried[pr].append(level)
+            fut = ex.submit(attempt, pr, 1, deadline, races[pr], seed + k, level)
             live[fut] = pr
+            level_of[fut] = level
 
     with ThreadPoolExecutor(max_workers=threads + 1) as ex:
         launch(ex)
@@ -156,12 +190,14 @@ def run_race(
             done, _ = wait(list(live), timeout=0.05, return_when=FIRST_COMPLETED)
             for fut in done:
                 pr = live.pop(fut)
+                level = level_of.pop(fut)
                 r = fut.result()
                 if pr in results:
                     continue  # a loser, stopped
                 if r.status in ("FEASIBLE", "INFEASIBLE"):
                     results[pr] = r
                     races[pr].decide()
+                    levels.won(level)
                     if r.status == "FEASIBLE" and found_at is None:
                         found_at = time.perf_counter()
                 elif not any(q == pr for q in live.values()):

@@ -1,0 +1,75 @@
+"""The race schedule's choice of CP-SAT LP level (pace_cert/oracle/schedule.py): the
+level that decided the last pair starts the next pairs. Soundness does not depend on
+it (every attempt is a complete answer; tests/test_oracle_bruteforce.py); these tests
+pin the policy with attempts that answer at once at one level and, at the other, wait
+until their race is stopped, as a heavy-tailed search does."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from pace_cert.oracle.schedule import LevelOrder, run_race
+from pace_cert.oracle.score_model import PairResult
+from pace_cert.oracle.settings import OracleSettings
+
+
+def test_a_pairs_attempts_take_the_levels_it_tried_least_in_order():
+    order = LevelOrder((0, 1))
+    assert [order.pick([]), order.pick([0]), order.pick([0, 1]), order.pick([0, 1, 0])] == [
+        0,
+        1,
+        0,
+        1,
+    ]
+    order.won(1)
+    assert order.levels == [1, 0]
+    assert [order.pick([]), order.pick([1])] == [1, 0]
+    order.won(7)  # a level it does not race: ignored
+    assert order.levels == [1, 0]
+    with pytest.raises(ValueError):
+        LevelOrder(())
+
+
+def _attempts(fast_level: int, log: list[tuple[tuple[int, int], int]]):
+    """An attempt that decides its pair at once at ``fast_level`` and otherwise
+    searches (polls) until its race is decided, then answers UNKNOWN."""
+
+    def attempt(pr, workers, deadline, race=None, seed=None, level=None) -> PairResult:
+        log.append((pr, level))
+        if level == fast_level:
+            return PairResult(*pr, "INFEASIBLE")
+        end = time.perf_counter() + 30
+        while not race.decided and time.perf_counter() < end:
+            time.sleep(0.01)
+        return PairResult(*pr, "UNKNOWN")
+
+    return attempt
+
+
+def test_after_a_level_wins_the_next_pairs_start_with_it():
+    """Level 0 first; once a level-1 twin decides a pair, the pairs still to start
+    begin at level 1 and decide at once (with the fixed order each waited for its
+    escalated twin), and the order carries over to the next call."""
+    pairs = [(0, 1), (1, 0), (0, 2), (2, 0), (1, 2), (2, 1)]
+    settings = OracleSettings(escalate_seconds=0.2)
+    order = LevelOrder((0, 1))
+    log: list = []
+    t = time.perf_counter()
+    res = run_race(pairs, _attempts(1, log), 2, None, seed=0, levels=order, settings=settings)
+    took = time.perf_counter() - t
+    assert [r.status for r in res] == ["INFEASIBLE"] * len(pairs)
+    firsts = {}
+    for pr, level in log:
+        firsts.setdefault(pr, level)
+    late = [firsts[pr] for pr in pairs[3:]]
+    assert late == [1, 1, 1], log
+    assert order.levels[0] == 1
+    assert took < 0.2 * len(pairs), took  # not one escalation per pair
+    log.clear()
+    run_race(pairs, _attempts(1, log), 2, None, seed=0, levels=order, settings=settings)
+    firsts = {}
+    for pr, level in log:
+        firsts.setdefault(pr, level)
+    assert set(firsts.values()) == {1}, log
