@@ -57,7 +57,7 @@ RayAddressOpt = Annotated[
     str | None,
     typer.Option(
         help="With --backend ray: the cluster (host:port or ray://host:port); default the "
-        "RAY_ADDRESS environment variable, else a local Ray instance with --threads CPUs."
+        "RAY_ADDRESS environment variable, else a local Ray instance with --threads + 1 CPUs."
     ),
 ]
 

@@ -3,11 +3,12 @@
 One run, one process: a random forest on scikit-learn's digits (10 classes: 90 ordered
 label pairs; pixel counts 0..16, certified over the integers) is compressed once
 (``--mode prune``, cached in ``--work``), then ``run_verify`` re-proves the certificate
-on ``local`` and on ``ray`` (a local Ray instance with ``--threads`` CPUs, started and
-warmed up before the first Ray run and timed apart), first with ``--threads`` (the race
-schedule: the side-by-side comparison), then with one thread (the sequential schedule:
-one single-worker CP-SAT solve per pair, one at a time, which gives clean per-pair
-times). Every run must give the same verdict and the same status for every pair.
+on ``local`` and on ``ray`` (a local Ray instance with ``--threads`` + 1 CPUs, as
+verify starts it, started and warmed up before the first Ray run and timed apart),
+first with ``--threads`` (the race schedule: the side-by-side comparison), then with
+one thread (the sequential schedule: one single-worker CP-SAT solve per pair, one at a
+time, which gives clean per-pair times). Every run must give the same verdict and the
+same status for every pair.
 
 Projection of the proof's wall time on W Ray workers, from the one-thread runs: each
 pair costs its CP-SAT seconds on the worker ``t`` plus the Ray round trip measured for it
@@ -119,10 +120,10 @@ def warm_up(threads: int) -> float:
     every worker); returns the seconds."""
     import ray
 
-    from pace_cert.oracle.ray_backend import connect
+    from pace_cert.oracle.ray_backend import RayPool
 
     t = time.perf_counter()
-    connect(None, threads)
+    RayPool(None, threads, 0)  # connects as verify does (threads + 1 CPUs)
 
     @ray.remote(num_cpus=1)
     def touch() -> int:
@@ -130,7 +131,7 @@ def warm_up(threads: int) -> float:
 
         return int(cp_model.CpSolver().solve(cp_model.CpModel()))
 
-    ray.get([touch.remote() for _ in range(threads)])
+    ray.get([touch.remote() for _ in range(threads + 1)])
     return time.perf_counter() - t
 
 
@@ -170,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     n = len(runs[0]["pairs"])
     lines += [
         "",
-        f"Ray start and warm-up (a local instance with {T} CPUs, one task per CPU), not in "
+        f"Ray start and warm-up (a local instance with {T + 1} CPUs, one task per CPU), not in "
         f"the Ray rows: {ray_start:.2f} s. Same verdict and the same status for all {n} "
         f"pairs in every run: {'yes' if same else 'NO'}.",
         "",

@@ -240,8 +240,8 @@ def run_verify(
 
     ``backend``: where the pairs' CP-SAT solves run, "local" (threads of this process)
     or "ray" (Ray tasks on the cluster at ``ray_address``, else at ``RAY_ADDRESS``, else
-    on a local Ray instance with ``threads`` CPUs); ``threads`` is the number of solves
-    at once either way. The answer does not depend on it.
+    on a local Ray instance with ``threads`` + 1 CPUs); ``threads`` is the number of solves
+    at once either way (the race adds one escalated twin). The answer does not depend on it.
 
     ``probe``: also replay this many random points near the ``data_path`` rows
     (:func:`pace_cert.region.probe_points`, seeded by the certificate's seed) through

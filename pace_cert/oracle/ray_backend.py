@@ -102,8 +102,9 @@ def solve_task(model: bytes, params: str, decode: np.ndarray) -> dict:
 
 def connect(address: str | None, num_cpus: int) -> None:
     """Join Ray once per process: the cluster at ``address``, else at ``RAY_ADDRESS``,
-    else a new local instance with ``num_cpus`` CPUs. A process already connected
-    (a test, the benchmark harness) keeps its connection."""
+    else a new local instance with ``num_cpus`` CPUs (:class:`RayPool`: ``--threads``
+    + 1). A process already connected (a test, the benchmark harness) keeps its
+    connection."""
     with _connect_lock:
         if ray.is_initialized():
             return
@@ -121,7 +122,10 @@ class RayPool:
     and the CPUs its task asks for, are capped there)."""
 
     def __init__(self, address: str | None, threads: int, retries: int) -> None:
-        connect(address, threads)
+        # a local instance gets threads + 1 CPUs: the race schedule keeps up to
+        # threads + 1 solves in flight (an escalated twin of a pair stuck in a heavy
+        # tail), and a twin queued behind the stuck solves would never overtake them
+        connect(address, threads + 1)
         ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers: no pace-cert
         self._remote = ray.remote(solve_task)
         self.retries = retries

@@ -65,8 +65,8 @@ class OracleSettings:
       the exact region check and the nogoods stay here). Checked with the other
       settings in :data:`pace_cert.settings.RULES` (``--backend``).
     * ``ray_address``: the Ray cluster to use (``--ray-address``); None: the
-      ``RAY_ADDRESS`` environment variable, else a local Ray instance with ``threads``
-      CPUs. Only with ``backend="ray"``.
+      ``RAY_ADDRESS`` environment variable, else a local Ray instance with ``threads`` + 1
+      CPUs (the race's escalated twin included). Only with ``backend="ray"``.
     * ``ray_retries``: Ray retries of a task whose worker died or raised; after them the
       solve is UNKNOWN (never a proof).
     """
