@@ -68,7 +68,9 @@ def solve_task(model: bytes, params: str, decode: np.ndarray) -> dict:
     """The worker side: parse, solve, return plain data (see the module docstring).
 
     CP-SAT runs in a helper thread while this one waits, so that ``ray.cancel`` (a
-    KeyboardInterrupt in this thread) stops the search; the task then ends cancelled."""
+    KeyboardInterrupt in this thread) stops the search; the task then ends cancelled,
+    and only once the search has stopped: further cancels while it stops are absorbed
+    (a cancel that ended the task early left CP-SAT searching in an idle worker)."""
     m = cp_model.CpModel()
     solver = cp_model.CpSolver()
     if not m.proto.parse_text_format(zlib.decompress(model).decode()):
@@ -76,15 +78,25 @@ def solve_task(model: bytes, params: str, decode: np.ndarray) -> dict:
     if not solver.parameters.parse_text_format(params):
         return {"status": "MODEL_INVALID", "error": "the parameters did not parse"}
     out: dict = {}
-    th = threading.Thread(target=lambda: out.update(status=solver.solve(m)), daemon=True)
-    th.start()
+    # the truth is the plain flag ``done``: Thread.join interrupted by a cancel can leave
+    # the thread looking finished while CP-SAT still searches (measured); the event only
+    # wakes the wait early
+    done: list[bool] = []
+    woke = threading.Event()
+
+    def solve() -> None:
+        try:
+            out["status"] = solver.solve(m)
+        finally:
+            done.append(True)
+            woke.set()
+
+    threading.Thread(target=solve, daemon=True).start()
     try:
-        while th.is_alive():
-            th.join(POLL_SECONDS)
+        while not done:
+            woke.wait(POLL_SECONDS)
     except KeyboardInterrupt:  # ray.cancel: stop the search, then end as cancelled
-        while th.is_alive():
-            solver.stop_search()
-            th.join(POLL_SECONDS)
+        _stop(done, solver)
         raise
     status = out.get("status", cp_model.UNKNOWN)  # a solve that raised answers nothing
     values = None
@@ -98,6 +110,19 @@ def solve_task(model: bytes, params: str, decode: np.ndarray) -> dict:
         "branches": int(solver.num_branches),
         "seconds": float(solver.wall_time),
     }
+
+
+def _stop(done: list[bool], solver: cp_model.CpSolver) -> None:
+    """Ask the search to stop until its thread says it has ended (a stop before CP-SAT
+    starts searching is lost, so it is repeated), whatever KeyboardInterrupts arrive."""
+    while True:
+        try:
+            while not done:
+                solver.stop_search()
+                time.sleep(POLL_SECONDS)
+            return
+        except KeyboardInterrupt:
+            pass
 
 
 def connect(address: str | None, num_cpus: int) -> None:
@@ -162,9 +187,11 @@ class RaySolver:
         self.error = ""  # why the last solve gave no answer (a lost task, the deadline)
 
     def stop_search(self) -> None:
+        """Stop: the waiting solve returns UNKNOWN and its task is cancelled, once (the
+        race repeats stops until its losers have returned)."""
         with self._lock:
             self._stopped = True
-            ref = self._ref
+            ref, self._ref = self._ref, None
         if ref is not None:
             ray.cancel(ref)
 
