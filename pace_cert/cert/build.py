@@ -114,7 +114,9 @@ def build_certificate(
     race_lin = (
         str(lin[0])
         if len(set(lin)) == 1
-        else " / ".join(f"{v} if k % {len(lin)} == {i}" for i, v in enumerate(lin))
+        else f"from ({', '.join(map(str, dict.fromkeys(lin)))}): the pair's first attempt "
+        f"the level that decided the last pair ({lin[0]} at first), later attempts the "
+        "level it tried least"
     )
     return Certificate(
         tool_version=__version__,
