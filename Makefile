@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow lint schema bench-quick bench-full bench-real clean
+.PHONY: demo test test-slow lint schema bench-quick bench-full bench-real bench-real-all clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -39,9 +39,14 @@ bench-quick: $(STAMP)
 bench-full: $(STAMP)
 	$(BIN)/python -m benchmarks.harness full
 
-## bench-real: the realistic-model suite (raw features), eta = delta = 0.1, 300 s a model
+## bench-real: the realistic-model suite (raw features), eta = delta = 0.1, 300 s a model,
+## two runs at once with one thread each (about 45 min on 2 cores)
 bench-real: $(STAMP)
-	$(BIN)/python -m benchmarks.realistic --regions eta-delta --time-limit 300 --fresh
+	$(BIN)/python -m benchmarks.realistic --regions eta-delta --time-limit 300 --jobs 2 --threads 1 --fresh
+
+## bench-real-all: the same in all three regions (global, eta = delta = 0.1, delta alone)
+bench-real-all: $(STAMP)
+	$(BIN)/python -m benchmarks.realistic --name real-all --time-limit 300 --jobs 2 --threads 1 --fresh
 
 clean:
 	rm -rf demo-out .pytest_cache

@@ -17,11 +17,15 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import re
 import statistics
 import subprocess
 import sys
+import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -58,45 +62,40 @@ class Row:
     note: str
 
 
-def _run(cmd: list[str], timeout: float) -> tuple[int, str, str, float]:
-    """(exit code, stdout, stderr, wall seconds) of ``cmd`` in a fresh process."""
+def _run(cmd: list[str], timeout: float) -> tuple[int, str, str, float, float]:
+    """(exit code, stdout, stderr, wall seconds, peak RSS in MB) of ``cmd`` in a fresh
+    process. The peak RSS is the kernel's for that child (``os.wait4``), so it counts a
+    process that ends by ``os._exit`` at its time limit too."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
+    with tempfile.TemporaryFile("w+") as fo, tempfile.TemporaryFile("w+") as fe:
+        proc = subprocess.Popen(cmd, stdout=fo, stderr=fe, text=True)
+        timer = threading.Timer(timeout, proc.kill)
+        timer.start()
+        try:
+            _pid, status, usage = os.wait4(proc.pid, 0)
+        finally:
+            timer.cancel()
+        proc.returncode = code = os.waitstatus_to_exitcode(status)
+        wall = time.perf_counter() - t0
+        fo.seek(0)
+        fe.seek(0)
+        out, err = fo.read(), fe.read()
+    if wall >= timeout:
         err += f"\n[benchmark] killed after {timeout:.0f} s"
-    return proc.returncode, out, err, time.perf_counter() - t0
+    return code, out, err, wall, usage.ru_maxrss / 1024
 
 
-def _rss_of(err: str) -> float:
-    m = re.search(r"\[rss\] (\d+)", err)
-    return float(m.group(1)) / 1024 if m else float("nan")
-
-
-def run_one(model, region: str, limit: float, work: Path) -> Row:
+def run_one(model, region: str, limit: float, work: Path, threads: int = 2) -> Row:
     eta, delta = REGIONS[region]
     folder = work / model.key
     onnx_path, train, _test = build(model, folder)
     out = folder / f"out-{region}"
-    # peak RSS: the child reports its own at exit (resource.getrusage)
-    wrapper = [
-        sys.executable, "-c",
-        "import resource, runpy, sys, atexit;"
-        "atexit.register(lambda: sys.stderr.write("
-        "'[rss] %d\\n' % resource.getrusage(resource.RUSAGE_SELF).ru_maxrss));"
-        "sys.argv = ['pace-cert'] + sys.argv[1:];"
-        "runpy.run_module('pace_cert.cli.main', run_name='__main__')",
-    ]  # fmt: skip
     cmd = [
-        *wrapper, "compress", str(onnx_path), "--data", str(train), "--out", str(out),
+        *CLI, "compress", str(onnx_path), "--data", str(train), "--out", str(out),
         "--mode", "pace", "--eta", str(eta), "--delta", str(delta),
-        "--time-limit", str(limit), "--threads", "2", "--quiet", "--json",
+        "--time-limit", str(limit), "--threads", str(threads), "--quiet", "--json",
     ]  # fmt: skip
-    code, _stdout, err, wall = _run(cmd, timeout=3 * limit + 120)
-    rss = _rss_of(err)
+    code, _stdout, err, wall, rss = _run(cmd, timeout=3 * limit + 120)
     note = ""
     cert_path = out / "certificate.json"
     if not cert_path.exists():
@@ -109,9 +108,9 @@ def run_one(model, region: str, limit: float, work: Path) -> Row:
     if cert["compressed"]["sha256"] != cert["original"]["sha256"]:
         vcmd = [
             *CLI, "verify", str(onnx_path), str(out / "compressed.onnx"), str(cert_path),
-            "--data", str(train), "--probe", "20000", "--json", "--threads", "2",
+            "--data", str(train), "--probe", "20000", "--json", "--threads", str(threads),
         ]  # fmt: skip
-        vcode, vout, verr, vsec = _run(vcmd, timeout=1800)
+        vcode, vout, verr, vsec, _ = _run(vcmd, timeout=1800)
         try:
             rep = json.loads(vout)
             verify = rep["status"]
@@ -145,7 +144,7 @@ def _append(path: Path, row: Row) -> None:
         w.writerow(asdict(row))
 
 
-def report(rows: list[dict], command: str, commit: str) -> str:
+def report(rows: list[dict], command: str, commit: str, machine: str) -> str:
     """The Markdown report: one table row per run, then per-region and overall lines."""
     head = ("model", "region", "exit", "trees", "leaves", "bound", "phase", "wall s",
             "overrun s", "RSS MB", "verify", "verify s", "probe in region")  # fmt: skip
@@ -155,7 +154,7 @@ def report(rows: list[dict], command: str, commit: str) -> str:
         f"- command: `{command}`",
         f"- commit: {commit}",
         f"- date (UTC): {datetime.now(UTC).strftime('%Y-%m-%d %H:%M')}",
-        "- machine: 2 cores; each compress in a fresh process, `--threads 2`",
+        f"- machine: {machine}",
         "",
         "| " + " | ".join(head) + " |",
         "|" + "---|" * len(head),
@@ -200,31 +199,53 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--time-limit", type=float, default=300.0)
     ap.add_argument("--name", default="real", help="result file stem")
     ap.add_argument("--fresh", action="store_true")
+    ap.add_argument("--jobs", type=int, default=1, help="runs at once (each in its own process)")
+    ap.add_argument("--threads", type=int, default=2, help="--threads of each compress/verify")
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     csv_path, md_path = args.out / f"{args.name}.csv", args.out / f"{args.name}.md"
     if args.fresh and csv_path.exists():
         csv_path.unlink()
     done = {r["key"] + "/" + r["region"] for r in _read(csv_path)}
-    for region in args.regions.split(","):
-        for model in MODELS:
-            key = f"{model.key}/{region}"
-            if key in done or (args.only and not re.search(args.only, key)):
-                continue
-            print(f"[real] {key} ...", flush=True)
-            row = run_one(model, region, args.time_limit, args.work)
+    todo = [
+        (model, region)
+        for region in args.regions.split(",")
+        for model in MODELS
+        if f"{model.key}/{region}" not in done
+        and not (args.only and not re.search(args.only, f"{model.key}/{region}"))
+    ]
+    for model, _region in todo:  # train and export first, one at a time
+        build(model, args.work / model.key)
+
+    def one(job: tuple) -> None:
+        model, region = job
+        key = f"{model.key}/{region}"
+        print(f"[real] {key} ...", flush=True)
+        row = run_one(model, region, args.time_limit, args.work, args.threads)
+        with lock:
             _append(csv_path, row)
-            print(
-                f"[real] {key}: exit {row.exit_code}, {row.trees_before} -> "
-                f"{row.trees_after} trees, {row.wall} s, verify {row.verify}",
-                flush=True,
-            )
+        print(
+            f"[real] {key}: exit {row.exit_code}, {row.trees_before} -> "
+            f"{row.trees_after} trees, {row.wall} s, verify {row.verify}",
+            flush=True,
+        )
+
+    lock = threading.Lock()
+    with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        list(pool.map(one, todo))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True, cwd=ROOT).stdout.strip()  # fmt: skip
     command = "python -m benchmarks.realistic " + " ".join(
         argv if argv is not None else sys.argv[1:]
     )
-    md_path.write_text(report(_read(csv_path), command.strip(), commit))
+    order = {f"{m.key}/{r}": i for i, (r, m) in enumerate(
+        (r, m) for r in REGIONS for m in MODELS)}  # fmt: skip
+    rows = sorted(_read(csv_path), key=lambda r: order.get(f"{r['key']}/{r['region']}", 0))
+    machine = (
+        f"{os.cpu_count()} cores; each compress in a fresh process, `--threads {args.threads}`, "
+        f"{args.jobs} run(s) at once"
+    )
+    md_path.write_text(report(rows, command.strip(), commit, machine))
     print(md_path.read_text().strip().splitlines()[-1])
     return 0
 

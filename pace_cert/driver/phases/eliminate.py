@@ -37,13 +37,40 @@ def _scale(state: RunState, kept: np.ndarray) -> float:
     return float(w.sum() / w[kept].sum()) if state.original.kind == "voting" else 1.0
 
 
+def midranges(state: RunState) -> np.ndarray:
+    """[n_trees, n_classes]: what a removed tree leaves in the class offsets. For score
+    ensembles w_t * (max + min) / 2 of its leaf values per class, which halves the
+    largest change its removal makes to any class score; zeros for voting ensembles
+    (their kept trees are rescaled instead, see :func:`_scale`)."""
+    original = state.original
+    mid = np.zeros((original.n_trees, original.n_classes))
+    if original.kind == "voting":
+        return mid
+    for t, (tree, w) in enumerate(zip(original.trees, original.weights, strict=True)):
+        v = tree.value[tree.left == -1]
+        mid[t] = w * (v.max(axis=0) + v.min(axis=0)) / 2
+    return mid
+
+
+def offsets_without(state: RunState, kept: list[int] | np.ndarray) -> np.ndarray:
+    """Class offsets (class 0's at 0) of the original without the trees not in ``kept``:
+    its base plus the removed trees' :func:`midranges`."""
+    original = state.original
+    gone = np.setdiff1d(np.arange(original.n_trees), np.asarray(kept, dtype=np.int64))
+    base = original.base + midranges(state)[gone].sum(axis=0)
+    return base - base[0]
+
+
 def removal(state: RunState, A: np.ndarray, kept: list[int], step: int) -> list[int] | None:
     """Up to ``step`` trees of ``kept`` whose removal (one at a time, each time the one
     that keeps the smallest margin row largest) leaves every margin row positive; None
-    when not even one can go. ``A``: margin rows of the original trees on the samples."""
+    when not even one can go. ``A``: margin rows of the original trees on the samples
+    (offset columns last)."""
     n = state.original.n_trees
     w = np.asarray(state.original.weights, np.float64)
-    off = A[:, n:] @ (state.original.base - state.original.base[0])[1:]
+    mid = midranges(state)
+    mid_rows = A[:, n:] @ (mid - mid[:, :1])[:, 1:].T  # [rows, n_trees]: each tree's shift
+    off = A[:, n:] @ offsets_without(state, kept)[1:]
     cur = list(kept)
     out: list[int] = []
     base = A[:, cur] @ w[cur]
@@ -52,12 +79,14 @@ def removal(state: RunState, A: np.ndarray, kept: list[int], step: int) -> list[
             break
         rest = base[:, None] - A[:, cur] * w[cur]  # row sums without each candidate
         scale = np.array([_scale(state, np.array([u for u in cur if u != t])) for t in cur])
-        low = (rest * scale + off[:, None]).min(axis=0) if len(A) else np.ones(len(cur))
+        rows = rest * scale + off[:, None] + mid_rows[:, cur]
+        low = rows.min(axis=0) if len(A) else np.ones(len(cur))
         j = int(np.argmax(low))
         if not low[j] > 0:
             break
         t = cur.pop(j)
         base = base - A[:, t] * w[t]
+        off = off + mid_rows[:, t]
         out.append(t)
     return out or None
 
@@ -80,7 +109,7 @@ class _Master:
         n = original.n_trees
         rest = np.array(sorted(set(self.kept) - set(out)))
         w0 = original.weights[rest] * _scale(self.state, rest)
-        offsets = original.base - original.base[0]
+        offsets = offsets_without(self.state, rest)
         tau = self.state.cfg.tuning.search.eliminate_box
         if tau > 0 and len(A):  # the best weights within tau of the rescaled original's
             box = max_margin_in_box(
@@ -96,22 +125,18 @@ class _Master:
 
 
 class Eliminate(BaseStep):
-    """When the L1 loop did not certify and nothing smaller than the original has been
-    (large domains): remove original trees, certified removal by removal, while the
-    budget lasts. (When the L1 loop certifies, the L0 loop that follows prunes.)"""
+    """When the L1 loop did not certify (large domains): remove original trees,
+    certified removal by removal, while the budget lasts. It runs after a certified
+    merged original too: its candidates are merged the same way, so a removal certified
+    on top of the merge is smaller still. (When the L1 loop certifies, the L0 loop that
+    follows prunes.)"""
 
     name = "eliminate"
 
     def applies(self, state: RunState) -> bool:
-        size = state.best_size()
         n = state.original.n_trees
         l1_certified = state.l1 is not None and state.l1.first_certified
-        return (
-            n > 1
-            and not l1_certified
-            and (size is None or size >= n)
-            and not state.screen.can_enumerate()
-        )
+        return n > 1 and not l1_certified and not state.screen.can_enumerate()
 
     def run(self, state: RunState, budget: Budget) -> Iterator[Offer]:
         learners = state.learners[: state.original.n_trees]
