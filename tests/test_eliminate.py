@@ -12,7 +12,7 @@ import pytest
 from pace_cert import zoo
 from pace_cert.driver.phases.eliminate import Eliminate
 from pace_cert.model import runtime
-from pace_cert.model.onnx_reader import read_ensemble
+from pace_cert.model.onnx_reader import ensemble_from_model, read_ensemble
 from pace_cert.model.onnx_writer import ensemble_to_onnx
 from pace_cert.oracle.settings import OracleSettings
 from pace_cert.region.masks import region_mask
@@ -99,4 +99,76 @@ def test_a_score_tree_that_only_adds_a_constant_is_removed_into_the_offsets(tmp_
     grid = grid[region_mask(original, p.region.margin, None, grid, dom)]
     want = runtime.labels(runtime.session(path.read_bytes()), grid)
     comp = runtime.session(ensemble_to_onnx(best, info).SerializeToString())
+    assert np.array_equal(runtime.labels(comp, grid), want)
+
+
+@pytest.mark.parametrize(("family", "seed"), [("rf", 5), ("gb", 6), ("ada", 7)])
+def test_largest_changes_bound_every_class_difference_a_removal_makes(family, seed):
+    """d_t bounds what removing tree t (rescaled votes, midrange offsets) does to every
+    class-pair score difference, on random inputs; and the free removal keeps every
+    difference above zero wherever the original's exceeds c_o."""
+    from pace_cert.driver.phases.eliminate import free_removal, largest_changes
+
+    X, y = small_problem(seed, n_features=3, n_classes=3, n_rows=300)
+    est = zoo.make_model(family, 20, 2, seed).fit(X, y)
+    original, _ = ensemble_from_model(zoo.export_onnx(est, 3))
+    rng = np.random.default_rng(seed)
+    Z = rng.uniform(-1, 5, size=(4000, 3))
+    d = largest_changes(original)
+    for t in rng.choice(original.n_trees, 5, replace=False):
+        leaves = original.trees[t].value[original.trees[t].left == -1] * original.weights[t]
+        mid = (leaves.max(0) + leaves.min(0)) / 2 if original.kind == "margin" else 0 * leaves[0]
+        tree = original.trees[t]
+        one = tree.value[tree.apply(Z)] * original.weights[t] - mid  # [rows, K]
+        change = one[:, :, None] - one[:, None, :]
+        assert change.max() <= d[t] + 1e-12
+    c_o = float(np.sort(d)[:4].sum()) * 1.02 / 0.99 + 2 * original.runtime_guard
+    gone = free_removal(original, c_o)
+    assert len(gone) >= 4 and d[gone].sum() <= c_o
+    kept = np.setdiff1d(np.arange(original.n_trees), gone)
+    full = original.scores(Z)
+    w = original.weights.copy()
+    w[gone] = 0
+    shift = np.zeros(original.n_classes)
+    if original.kind == "margin":
+        for t in gone:
+            v = original.trees[t].value[original.trees[t].left == -1] * original.weights[t]
+            shift += (v.max(0) + v.min(0)) / 2
+    else:
+        w[kept] *= original.weights.sum() / original.weights[kept].sum()
+    import dataclasses
+
+    sub = dataclasses.replace(original, weights=w, base=original.base + shift).scores(Z)
+    y0 = full.argmax(1)
+    rows = np.arange(len(Z))
+    for k in range(original.n_classes):
+        inside = (y0 != k) & (full[rows, y0] - full[:, k] > c_o)
+        assert np.all(sub[rows, y0][inside] - sub[inside, k] > 0)
+
+
+@pytest.mark.parametrize(("family", "seed", "eta"), [("rf", 1, 0.3), ("gb", 4, 0.5)])
+def test_free_removal_offers_a_certified_model_faithful_on_every_cell(tmp_path, family, seed, eta):
+    from pace_cert.driver.phases.eliminate import FreeRemoval, free_removal
+
+    X, y = small_problem(seed, n_features=3, n_rows=200)
+    path = tmp_path / "model.onnx"
+    path.write_bytes(
+        zoo.export_onnx(zoo.make_model(family, 16, 2, seed).fit(X, y), 3).SerializeToString()
+    )
+    original, info = read_ensemble(path)
+    cfg = CompressConfig.of(mode="prune", eta=eta, seed=0, oracle=OracleSettings(enum_limit=0))
+    p = run_state(original, X.astype(np.float32), cfg)
+    gone = free_removal(original, p.region.margin)
+    assert gone
+    offers = list(FreeRemoval().run(p, p.budget))
+    assert len(offers) == 1 and offers[0].result.certified
+    model = offers[0].result.model
+    assert model.n_trees <= original.n_trees - len(gone)
+    dom = p.domain
+    grid = np.array(
+        list(itertools.product(*[dom.reps[i][dom.allowed(i)] for i in range(3)])), np.float32
+    )
+    grid = grid[region_mask(original, p.region.margin, None, grid, dom)]
+    want = runtime.labels(runtime.session(path.read_bytes()), grid)
+    comp = runtime.session(ensemble_to_onnx(model, info).SerializeToString())
     assert np.array_equal(runtime.labels(comp, grid), want)

@@ -231,7 +231,8 @@ class Summary(_Strict):
     mode: str
     phase: str = Field(
         description="phase whose model was kept: merge (the original, trees sharing every "
-        "split merged, possibly without trees that split no witnessed gap), l1, l0, "
+        "split merged, possibly without trees that split no witnessed gap), free-removal "
+        "(the original without trees no region input can notice), l1, l0, "
         "l0-grow, l0-reweighted, eliminate, boost, l0-enriched, refit, synth, l0-enriched-grow, "
         "l0-enriched-reweighted or l1-generated"
     )

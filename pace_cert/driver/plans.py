@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pace_cert.driver.phases.boost import Boost
-from pace_cert.driver.phases.eliminate import Eliminate
+from pace_cert.driver.phases.eliminate import Eliminate, FreeRemoval
 from pace_cert.driver.phases.generate import Generate
 from pace_cert.driver.phases.l0 import L0Loop
 from pace_cert.driver.phases.l1 import L1Loop, L1Refresh
@@ -41,6 +41,7 @@ PLANS: dict[str, Plan] = {
         (
             WitnessBound(),  # boundary witnesses: a size lower bound
             MergeFirst(),  # the merged original, when it would be proved minimal at once
+            FreeRemoval(),  # large domains: without the trees no region input can notice
             L1Loop(),  # L1 on the original trees
             MergeAfter(),  # the merged original, when smaller than the L1 model
             WitnessBound(),
@@ -64,6 +65,7 @@ PLANS: dict[str, Plan] = {
         (
             WitnessBound(),
             MergeFirst(),
+            FreeRemoval(),
             L1Loop(),
             MergeAfter(),
             WitnessBound(),

@@ -26,8 +26,10 @@ from pace_cert.driver.state import RunState
 from pace_cert.driver.step import BaseStep
 from pace_cert.master.max_margin import max_margin_in_box
 from pace_cert.master.rows import MasterSolution
+from pace_cert.model.ensemble import Ensemble
 
 ROUNDS = 3  # refutations of one step size before it halves
+FREE_REMOVAL = "free-removal"  # the offer name of :class:`FreeRemoval`
 
 
 def _scale(state: RunState, kept: np.ndarray) -> float:
@@ -50,6 +52,41 @@ def midranges(state: RunState) -> np.ndarray:
         v = tree.value[tree.left == -1]
         mid[t] = w * (v.max(axis=0) + v.min(axis=0)) / 2
     return mid
+
+
+def largest_changes(original: Ensemble) -> np.ndarray:
+    """[n_trees] d_t >= 0 (score units): the largest change removing tree t, as
+    elimination removes it, makes to any class-pair score difference S_a - S_b at any
+    input: w_t * max(v_a - v_b) over its leaves for a voting ensemble (the kept trees'
+    rescaling multiplies every difference by the same positive factor, so it changes
+    no sign); w_t * max |v_a - v_b - (m_a - m_b)| for a score ensemble, m its leaf
+    midranges, which stay in the offsets (:func:`midranges`)."""
+    out = np.zeros(original.n_trees)
+    for t, (tree, w) in enumerate(zip(original.trees, original.weights, strict=True)):
+        v = w * tree.value[tree.left == -1]  # [leaves, classes]
+        diff = v[:, :, None] - v[:, None, :]
+        if original.kind == "voting":
+            out[t] = max(float(diff.max()), 0.0)
+        else:
+            mid = (v.max(axis=0) + v.min(axis=0)) / 2
+            out[t] = float(np.abs(diff - (mid[:, None] - mid[None, :])).max())
+    return out
+
+
+def free_removal(original: Ensemble, c_o: float) -> list[int]:
+    """Trees whose removal cannot change a label inside the region, whatever leaves
+    they take: the trees of smallest :func:`largest_changes` d_t while their sum stays
+    below 0.99 c_o minus twice the original's runtime guard. Every region point has
+    S_y0 - S_k > c_o, so removing them leaves a margin above that slack at every point
+    (before the float32 fold, which the certificate's proof then covers). When the
+    trees can take their leaves freely, no larger removal with these weights is
+    faithful; trees sharing features and thresholds can allow more, which
+    :class:`Eliminate` then searches for."""
+    d = largest_changes(original)
+    order = np.argsort(d, kind="stable")
+    room = 0.99 * c_o - 2 * original.runtime_guard
+    fits = np.cumsum(d[order]) <= room
+    return sorted(int(t) for t in order[fits])
 
 
 def offsets_without(state: RunState, kept: list[int] | np.ndarray) -> np.ndarray:
@@ -98,6 +135,8 @@ class _Master:
         self.state = state
         n = state.original.n_trees
         self.kept = list(range(n))
+        if state.best is not None and state.best[1] == FREE_REMOVAL:
+            self.kept = sorted(state.best[0].keep)  # go on from the free removal
         self.step = max(1, n // 4)
         self.proposed: list[int] = []  # the trees the last solve kept
 
@@ -160,3 +199,38 @@ class Eliminate(BaseStep):
             if res.gave_up or proposal in refuted:
                 break
             refuted.add(proposal)
+
+
+class FreeRemoval(BaseStep):
+    """Large domains: certify the original without its :func:`free_removal` trees, one
+    CP-SAT round, before any master runs. The removal is safe by arithmetic, so the
+    run holds a certified smaller model within seconds (a 10-class forest whose L1 and
+    elimination rounds cost minutes each had none before its time ran out).
+    :class:`Eliminate` goes on from it."""
+
+    name = FREE_REMOVAL
+
+    def applies(self, state: RunState) -> bool:
+        return state.original.n_trees > 1 and not state.screen.can_enumerate()
+
+    def run(self, state: RunState, budget: Budget) -> Iterator[Offer]:
+        original = state.original
+        gone = free_removal(original, state.region.margin)
+        if not gone or len(gone) >= original.n_trees:
+            return
+        kept = np.setdiff1d(np.arange(original.n_trees), gone)
+        w = np.zeros(original.n_trees)
+        w[kept] = original.weights[kept] * _scale(state, kept)
+        sol = MasterSolution(w, offsets_without(state, kept), float(len(kept)), None, False,
+                             FREE_REMOVAL)  # fmt: skip
+        proposals = iter([sol])
+        res = faithful_loop(
+            state, "l0-free-removal", lambda _A: next(proposals, None),
+            state.learners[: original.n_trees], budget, max_rounds=1,
+        )  # fmt: skip
+        if res.certified and res.model is not None:
+            state.say(
+                f"[free-removal] certified {res.model.n_trees} trees: {len(gone)} trees "
+                "whose removal no input of the region can notice"
+            )
+            yield Offer(res, FREE_REMOVAL)
