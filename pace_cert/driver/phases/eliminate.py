@@ -135,8 +135,6 @@ class _Master:
         self.state = state
         n = state.original.n_trees
         self.kept = list(range(n))
-        if state.best is not None and state.best[1] == FREE_REMOVAL:
-            self.kept = sorted(state.best[0].keep)  # go on from the free removal
         self.step = max(1, n // 4)
         self.proposed: list[int] = []  # the trees the last solve kept
 
@@ -206,7 +204,9 @@ class FreeRemoval(BaseStep):
     CP-SAT round, before any master runs. The removal is safe by arithmetic, so the
     run holds a certified smaller model within seconds (a 10-class forest whose L1 and
     elimination rounds cost minutes each had none before its time ran out).
-    :class:`Eliminate` goes on from it."""
+    :class:`Eliminate` still starts from all the trees: the trees of smallest d_t are
+    not always the ones dependence lets go (RF 50 x depth 8 on diabetes: 48 trees from
+    the free removal, 46 from all the trees)."""
 
     name = FREE_REMOVAL
 
