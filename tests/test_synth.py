@@ -298,3 +298,37 @@ def test_synthesis_solves_use_synth_threads_workers(monkeypatch):
         assert used and set(used) == {workers}
         bounds[workers] = p.size_bound
     assert bounds[1] == bounds[2] == 3
+
+
+def test_a_synthesis_model_too_large_to_build_is_not_built():
+    """30 trees of depth 2 would need 4^30 cells: synthesize says "too-large" without
+    building (a run grew to 5 GB building it), and proves nothing."""
+    from pace_cert.learners import synth
+
+    cells = _grid((3, 3, 3))
+    y = (cells.sum(axis=1) % 2).astype(np.int64)
+    res = synthesize(cells, y, 2, 30, 2)
+    assert res.status == "too-large" and res.shapes == []
+    assert len(cells) * 4**3 <= synth.MAX_CLAUSES  # a small question is still built
+    assert synthesize(cells, y, 2, 3, 2).status in ("found", "infeasible")
+
+
+def test_the_synthesis_phase_stops_at_a_size_too_large_to_build():
+    """A size bound far above what synthesis can build (witnesses can give 30 trees):
+    the phase says so and returns at once instead of building, with no bound raised."""
+    from pace_cert import zoo
+    from pace_cert.model.onnx_reader import ensemble_from_model
+    from pace_cert.settings import CompressConfig
+
+    from .helpers import small_problem
+
+    X, y = small_problem(1, n_features=4, n_classes=3, n_rows=300)
+    model = zoo.make_model("rf", 25, 2, 1).fit(X, y)
+    original, _ = ensemble_from_model(zoo.export_onnx(model, 4))
+    said: list[str] = []
+    cfg = CompressConfig.of(mode="pace", eta=0.0, seed=0, time_limit=120)
+    p = run_state(original, X.astype(np.float32), cfg, said.append)
+    p.raise_bound(30)
+    out = synthesize_trees(p, 40, p.budget)
+    assert not out.certified and p.size_bound == 30
+    assert any("too large" in m for m in said)

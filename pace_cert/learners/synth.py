@@ -51,9 +51,16 @@ class Cut:
 Shape = tuple[Cut, Cut | None, Cut | None]
 
 
+#: Largest model :func:`synthesize` builds, in "sample not in this cell or the cell has
+#: its label" clauses (samples x cells of the joint partition). Building is not under
+#: CP-SAT's time limit: 30 trees of depth 2 (a size bound from witnesses) would be
+#: 4^30 cells, and a run grew to 5 GB here before its time limit killed it.
+MAX_CLAUSES = 2_000_000
+
+
 @dataclass(frozen=True)
 class SynthResult:
-    status: str  # "found" | "infeasible" (proved) | "unknown" (time limit)
+    status: str  # "found" | "infeasible" (proved) | "unknown" (time limit) | "too-large"
     shapes: list[Shape]  # the k trees when found, ordered by root cut
     seconds: float  # wall time of the CP-SAT solve
     n_cuts: int  # candidate cuts (distinct splits of the samples)
@@ -103,6 +110,8 @@ def synthesize(
         return SynthResult("found", [], 0.0, P)
     if P == 0:
         return SynthResult("infeasible", [], time.perf_counter() - t0, P)
+    if n * (2**depth) ** n_trees > MAX_CLAUSES:  # not built: see MAX_CLAUSES
+        return SynthResult("too-large", [], time.perf_counter() - t0, P)
     goes_left = np.stack([cells[:, c.feature] <= c.cell for c in cuts], axis=1)  # [n, P]
     status, shapes = _solve(
         goes_left, y, cuts, n_classes, n_trees, depth, time_limit, threads, seed, exclude, hint

@@ -58,6 +58,12 @@ def synthesize_trees(
             time_limit=cap, threads=cfg.tuning.pace.synth_threads or cfg.threads,
             seed=cfg.seed, exclude=exclude, hint=hint,
         )  # fmt: skip
+        if res.status == "too-large":  # larger sizes are larger still
+            state.say(
+                f"[synth] {size} trees of depth {depth} on {len(state.X)} samples: too large "
+                "a model to build; not tried"
+            )
+            break
         if res.status == "infeasible":
             state.raise_bound(size + 1)
             state.say(
