@@ -4,6 +4,7 @@ label on every cell inside the region (onnxruntime on both files, brute force)."
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
@@ -65,8 +66,6 @@ def test_a_score_tree_that_only_adds_a_constant_is_removed_into_the_offsets(tmp_
     removing it without moving its midrange into the class offsets would shift every
     score by 3 and be refuted. Elimination must remove it, and the result stays
     faithful on every cell."""
-    import dataclasses
-
     from pace_cert.driver.phases.eliminate import midranges, offsets_without
     from pace_cert.model.ensemble import Tree
 
@@ -93,7 +92,7 @@ def test_a_score_tree_that_only_adds_a_constant_is_removed_into_the_offsets(tmp_
     n = original.n_trees
     cfg = CompressConfig.of(mode="prune", eta=0.1, seed=0, oracle=OracleSettings(enum_limit=0))
     p = run_state(original, X.astype(np.float32), cfg)
-    assert np.allclose(midranges(p)[n - 1], const[0])
+    assert np.allclose(midranges(p.original)[n - 1], const[0])
     assert np.allclose(offsets_without(p, list(range(n - 1))), gb.base - gb.base[0])
     offers = list(Eliminate().run(p, p.budget))
     assert offers and offers[-1].result.model.n_trees < n
@@ -135,8 +134,6 @@ def test_largest_changes_bound_every_class_difference_a_removal_makes(family, se
             shift += (v.max(0) + v.min(0)) / 2
     else:
         w[kept] *= original.weights.sum() / original.weights[kept].sum()
-    import dataclasses
-
     sub = dataclasses.replace(original, weights=w, base=original.base + shift).scores(Z)
     y0 = full.argmax(1)
     rows = np.arange(len(Z))

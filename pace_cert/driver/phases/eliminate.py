@@ -39,37 +39,35 @@ def _scale(state: RunState, kept: np.ndarray) -> float:
     return float(w.sum() / w[kept].sum()) if state.original.kind == "voting" else 1.0
 
 
-def midranges(state: RunState) -> np.ndarray:
+def midranges(original: Ensemble) -> np.ndarray:
     """[n_trees, n_classes]: what a removed tree leaves in the class offsets. For score
-    ensembles w_t * (max + min) / 2 of its leaf values per class, which halves the
+    ensembles (max + min) / 2 of its weighted leaf values per class, which halves the
     largest change its removal makes to any class score; zeros for voting ensembles
     (their kept trees are rescaled instead, see :func:`_scale`)."""
-    original = state.original
     mid = np.zeros((original.n_trees, original.n_classes))
     if original.kind == "voting":
         return mid
     for t, (tree, w) in enumerate(zip(original.trees, original.weights, strict=True)):
-        v = tree.value[tree.left == -1]
-        mid[t] = w * (v.max(axis=0) + v.min(axis=0)) / 2
+        v = w * tree.value[tree.left == -1]
+        mid[t] = (v.max(axis=0) + v.min(axis=0)) / 2
     return mid
 
 
 def largest_changes(original: Ensemble) -> np.ndarray:
     """[n_trees] d_t >= 0 (score units): the largest change removing tree t, as
     elimination removes it, makes to any class-pair score difference S_a - S_b at any
-    input: w_t * max(v_a - v_b) over its leaves for a voting ensemble (the kept trees'
-    rescaling multiplies every difference by the same positive factor, so it changes
-    no sign); w_t * max |v_a - v_b - (m_a - m_b)| for a score ensemble, m its leaf
-    midranges, which stay in the offsets (:func:`midranges`)."""
+    input: max(v_a - v_b) over its weighted leaves v for a voting ensemble (the kept
+    trees' rescaling multiplies every difference by the same positive factor, so it
+    changes no sign); max |v_a - v_b - (m_a - m_b)| for a score ensemble, m its
+    :func:`midranges`, which stay in the offsets (m = 0 for voting ensembles)."""
+    mid = midranges(original)
     out = np.zeros(original.n_trees)
     for t, (tree, w) in enumerate(zip(original.trees, original.weights, strict=True)):
-        v = w * tree.value[tree.left == -1]  # [leaves, classes]
+        v = w * tree.value[tree.left == -1] - mid[t]  # [leaves, classes]
         diff = v[:, :, None] - v[:, None, :]
-        if original.kind == "voting":
-            out[t] = max(float(diff.max()), 0.0)
-        else:
-            mid = (v.max(axis=0) + v.min(axis=0)) / 2
-            out[t] = float(np.abs(diff - (mid[:, None] - mid[None, :])).max())
+        out[t] = (
+            max(float(diff.max()), 0.0) if original.kind == "voting" else float(np.abs(diff).max())
+        )
     return out
 
 
@@ -94,7 +92,7 @@ def offsets_without(state: RunState, kept: list[int] | np.ndarray) -> np.ndarray
     its base plus the removed trees' :func:`midranges`."""
     original = state.original
     gone = np.setdiff1d(np.arange(original.n_trees), np.asarray(kept, dtype=np.int64))
-    base = original.base + midranges(state)[gone].sum(axis=0)
+    base = original.base + midranges(original)[gone].sum(axis=0)
     return base - base[0]
 
 
@@ -105,7 +103,7 @@ def removal(state: RunState, A: np.ndarray, kept: list[int], step: int) -> list[
     (offset columns last)."""
     n = state.original.n_trees
     w = np.asarray(state.original.weights, np.float64)
-    mid = midranges(state)
+    mid = midranges(state.original)
     mid_rows = A[:, n:] @ (mid - mid[:, :1])[:, 1:].T  # [rows, n_trees]: each tree's shift
     off = A[:, n:] @ offsets_without(state, kept)[1:]
     cur = list(kept)
