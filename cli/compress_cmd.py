@@ -1,0 +1,266 @@
+"""``pace-cert compress``: read a model and its data, compress, write the model and its
+certificate, print the summary."""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from pace_cert.cli.common import (
+    BackendOpt,
+    DebugOpt,
+    JsonOpt,
+    RayAddressOpt,
+    ThreadsOpt,
+    domain_line,
+    print_json,
+    run_command,
+)
+from pace_cert.cli.progress import ProgressDisplay
+from pace_cert.errors import InputError
+
+if TYPE_CHECKING:
+    from pace_cert.app import CompressOutcome
+
+#: the process ends at the latest this factor times --time-limit (+ 2 s) after it started
+HARD_LIMIT_FACTOR = 1.04
+
+
+def compress(
+    model: Annotated[Path, typer.Argument(help="Tree-ensemble classifier exported to ONNX.")],
+    data: Annotated[
+        Path,
+        typer.Option(
+            "--data", help="Training CSV: header row, features in model order, target column."
+        ),
+    ],
+    out: Annotated[Path, typer.Option("--out", help="Output directory (created if missing).")],
+    target: Annotated[str, typer.Option(help="Name of the label column.")] = "target",
+    eta: Annotated[
+        float,
+        typer.Option(
+            help="Confidence region: the original's margin must exceed eta "
+            "(vote share for forests/AdaBoost, raw score for boosting)."
+        ),
+    ] = 0.0,
+    delta: Annotated[
+        float,
+        typer.Option(help="Plausibility region: share of training rows treated as outliers."),
+    ] = 0.0,
+    mode: Annotated[
+        str,
+        typer.Option(
+            help="pace (generate learners, then prune), prune (prune only), "
+            "generate (generation only)."
+        ),
+    ] = "pace",
+    time_limit: Annotated[
+        float | None,
+        typer.Option(help="Seconds; the best fully certified model found so far is returned."),
+    ] = None,
+    threads: ThreadsOpt = 2,
+    seed: Annotated[int, typer.Option(help="Seed for every solver and learner.")] = 0,
+    bounds: Annotated[
+        str, typer.Option(help="none: whole float32 line; data: training min/max box.")
+    ] = "none",
+    binary: Annotated[
+        str, typer.Option(help="infer: 0/1-valued training columns stay in {0,1}; none: off.")
+    ] = "infer",
+    integer: Annotated[
+        str,
+        typer.Option(
+            help="infer: integer-valued training columns (bin indices, counts) are certified "
+            "over the integers only; none: over every float32."
+        ),
+    ] = "infer",
+    iforest_trees: Annotated[
+        int, typer.Option(help="Isolation-forest trees for the plausibility region (--delta).")
+    ] = 100,
+    iforest_samples: Annotated[
+        int, typer.Option(help="Rows per isolation tree (0: scikit-learn's auto = min(256, n)).")
+    ] = 0,
+    milp: Annotated[
+        str,
+        typer.Option(
+            help="L0 solver: auto (gurobipy's big-M MILP when installed and within its "
+            "size-limited licence, else cover), cover (hitting set over learners on CP-SAT "
+            "with LP cuts on HiGHS; no big-M), highs or gurobi (the big-M MILP)."
+        ),
+    ] = "auto",
+    backend: BackendOpt = "local",
+    ray_address: RayAddressOpt = None,
+    as_json: JsonOpt = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress lines.")] = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Compress MODEL and write OUT/compressed.onnx + OUT/certificate.json."""
+
+    def body() -> int:
+        from pace_cert.guard import block_signals
+
+        old_mask = block_signals()  # before the imports that start threads (see guard.py)
+        try:
+            return _compress()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+
+    def _compress() -> int:
+        from pace_cert.app import run_compress
+        from pace_cert.budget import Budget, process_start
+        from pace_cert.guard import ProcessGuard
+        from pace_cert.outputs import Committed, OutputDir
+        from pace_cert.settings import CompressConfig, SettingError
+
+        try:  # every flag checked against the settings table (pace_cert/settings.py)
+            cfg = CompressConfig.of(
+                mode=mode,
+                eta=eta,
+                delta=delta,
+                time_limit=time_limit,
+                threads=threads,
+                seed=seed,
+                bounds=bounds,
+                binary=binary,
+                integer=integer,
+                milp=milp,
+                iforest_estimators=iforest_trees,
+                iforest_max_samples=iforest_samples or "auto",
+                backend=backend,
+                ray_address=ray_address,
+            )
+        except SettingError as e:
+            raise InputError(None, str(e)) from None
+        start = process_start()
+        budget = Budget.seconds(time_limit, start=start)  # counted from process start
+        hard = None if time_limit is None else start + HARD_LIMIT_FACTOR * time_limit + 2.0
+        output = OutputDir(out)
+        progress = ProgressDisplay(quiet, start, budget)
+
+        def last_words(committed: Committed | None, reason: str) -> None:
+            progress.close()
+            wrote = (
+                f"{out} holds {committed.summary}" if committed is not None else "nothing written"
+            )
+            typer.echo(f"{reason} ({time.perf_counter() - start:.0f} s); {wrote}", err=True)
+
+        try:
+            with ProcessGuard(output, hard, last_words):
+                progress.begin()
+                res = run_compress(
+                    model,
+                    data,
+                    out,
+                    cfg,
+                    target,
+                    progress,
+                    budget,
+                    output=output,
+                    on_commit=progress.committed,
+                    on_bound=progress.bound_raised,
+                )
+        finally:
+            progress.close()
+        cert = res.certificate
+        s = cert.summary
+        if as_json:
+            print_json(
+                {
+                    "status": res.status,
+                    "exit_code": res.exit_code,
+                    "out_dir": str(res.out_dir),
+                    "compressed_model": str(res.out_dir / "compressed.onnx"),
+                    "certificate": str(res.out_dir / "certificate.json"),
+                    "original_unchanged": res.exit_code == 2,
+                    "summary": s.model_dump(),
+                    "coverage": None
+                    if cert.region.coverage is None
+                    else cert.region.coverage.model_dump(),
+                }
+            )
+        else:
+            typer.echo(compress_summary(res, cfg, model))
+        return res.exit_code
+
+    run_command(body, debug)
+
+
+def compress_summary(res: CompressOutcome, cfg: Any, model: Path) -> str:
+    """What compress prints on stdout: the result, the region's coverage of the data,
+    and for an unchanged original (exit 2) what that means and what to try."""
+    from pace_cert.cert.certificate import bound_line
+    from pace_cert.cert.coverage import coverage_line, tie_band_line
+
+    cert = res.certificate
+    s, reg = cert.summary, cert.region
+    comp, cert_path = res.out_dir / "compressed.onnx", res.out_dir / "certificate.json"
+    if res.exit_code == 0:
+        lines = [
+            f"certified: {s.trees_before} -> {s.trees_after} trees "
+            f"({s.leaves_before} -> {s.leaves_after} leaves, {s.new_learner_share:.0%} new), "
+            f"fidelity {s.fidelity:.4f} on the data, {s.seconds:.1f}s"
+        ]
+        if line := bound_line(s, cert.original.max_depth).rstrip():
+            lines.append(line)
+    else:
+        lines = [
+            f"inconclusive: nothing smaller than the original's {s.trees_before} trees was "
+            f"certified ({s.seconds:.1f}s)",
+            f"the original was written unchanged: {comp} is {model}, byte for byte, with an "
+            "inconclusive certificate",
+            "why: " + _why_unchanged(res, cfg),
+            "try: " + _what_to_try(res, cfg),
+        ]
+    if reg.coverage is not None:
+        lines.append("region: " + coverage_line(reg.coverage, reg.eta, reg.delta))
+        if tie := tie_band_line(reg.coverage, reg.runtime_guard):
+            lines.append(tie)
+    lines.append(f"domain: {domain_line(reg.domain, 'the training min/max')}")
+    lines.append(f"wrote {comp} and {cert_path}")
+    return "\n".join(lines)
+
+
+def _why_unchanged(res: CompressOutcome, cfg: Any) -> str:
+    s = res.certificate.summary
+    if s.size_lower_bound is not None and s.size_lower_bound >= s.trees_before:
+        return (
+            f"no faithful model of fewer than {s.size_lower_bound} trees exists in this "
+            "region (proved): only a smaller region can give a smaller model"
+        )
+    if res.found is not None:
+        return (
+            f"the smallest model certified has {res.found} trees, not fewer than the "
+            f"original's {s.trees_before}"
+        )
+    if res.timed_out:
+        return (
+            f"the time limit ({cfg.time_limit:g} s) ended the run before a smaller model "
+            "was certified"
+        )
+    return "the run ended without certifying a smaller model in this region"
+
+
+def _what_to_try(res: CompressOutcome, cfg: Any) -> str:
+    """Concrete flags: a larger eta or delta (a smaller region), a longer limit."""
+    s, reg = res.certificate.summary, res.certificate.region
+    tips = []
+    proved = s.size_lower_bound is not None and s.size_lower_bound >= s.trees_before
+    if res.timed_out and not proved:
+        tips.append(f"--time-limit {4 * cfg.time_limit:g} (a longer run)")
+    units = "vote share" if reg.eta_units == "vote share" else "raw score"
+    eta = 0.1 if cfg.eta == 0 else cfg.eta * 2
+    if units == "vote share" and eta >= 1:
+        eta = (1 + cfg.eta) / 2
+    tips.append(
+        f"--eta {eta:.3g} (certify only inputs where the original wins by a {units} margin "
+        f"above {eta:.3g})"
+    )
+    if cfg.delta < 0.5:
+        delta = 0.05 if cfg.delta == 0 else min(0.5, cfg.delta * 2)
+        tips.append(f"--delta {delta:.3g} (leave out the {delta:.0%} least plausible inputs)")
+    if cfg.mode == "generate":
+        tips.append("--mode pace (prunes first; never larger than prune)")
+    return "; ".join(tips)

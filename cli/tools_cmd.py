@@ -1,0 +1,102 @@
+"""The small commands: ``report`` (HTML page of a certificate), ``inspect`` (what a
+model file holds) and ``demo`` (the whole job on a bundled dataset)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from pace_cert.cli.common import DebugOpt, JsonOpt, print_json, run_command
+
+
+def report(
+    certificate: Annotated[Path, typer.Argument(help="certificate.json written by compress.")],
+    out: Annotated[
+        Path, typer.Option("--out", help="The HTML file to write (one self-contained file).")
+    ] = Path("report.html"),
+    debug: DebugOpt = False,
+) -> None:
+    """Write a self-contained HTML report of CERTIFICATE for an auditor: models and
+    hashes, region and coverage, sizes and bound, proofs, history, what verify checks."""
+
+    def body() -> int:
+        from pace_cert.report import write_report
+
+        write_report(certificate, out)
+        typer.echo(f"wrote {out}")
+        return 0
+
+    run_command(body, debug)
+
+
+def inspect(
+    model: Annotated[Path, typer.Argument(help="An ONNX tree-ensemble classifier.")],
+    as_json: JsonOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Family, estimators and trees, depth, leaves, classes, features, the detected
+    exporter pattern and any input transform folded into the splits."""
+
+    def body() -> int:
+        from pace_cert.model.ensemble import family_of
+        from pace_cert.model.onnx_reader import read_ensemble
+
+        ens, info = read_ensemble(model)
+        fold = ens.input_folding
+        d: dict[str, Any] = {
+            "model": str(model),
+            "family": family_of(ens),
+            "pattern": ens.pattern,
+            "estimators": ens.n_estimators,
+            "trees": ens.n_trees,
+            "max_depth": ens.max_depth,
+            "leaves": ens.n_leaves,
+            "classes": [c.item() if hasattr(c, "item") else c for c in ens.classes],
+            "features": ens.n_features,
+            "kind": ens.kind,
+            "input": info.input_name,
+            "label_output": info.label_name,
+            "input_transform": None
+            if fold is None
+            else {"ops": list(fold.ops), "folded_thresholds": len(fold.splits)},
+        }
+        if as_json:
+            print_json(d)
+            return 0
+        for k, v in d.items():
+            if k == "estimators" and ens.n_estimators != ens.n_trees:
+                per = ens.n_trees // ens.n_estimators
+                v = f"{v} (x {per} classes: one tree per class and round = {ens.n_trees} trees)"
+            if k == "input_transform":
+                if fold is None:
+                    continue
+                v = (
+                    f"{' -> '.join(fold.ops)}, folded into {len(fold.splits)} split "
+                    "thresholds: the trees read the raw input"
+                )
+            typer.echo(f"{k:>15}: {v}")
+        return 0
+
+    run_command(body, debug)
+
+
+def demo(
+    out: Annotated[Path, typer.Option(help="Where to write the demo files.")] = Path("demo-out"),
+    dataset: Annotated[str, typer.Option(help="Bundled dataset.")] = "compas",
+    trees: Annotated[int, typer.Option(help="Random-forest size.")] = 50,
+    depth: Annotated[int, typer.Option(help="Tree depth.")] = 2,
+    eta: Annotated[float, typer.Option(help="Confidence level.")] = 0.1,
+    delta: Annotated[float, typer.Option(help="Plausibility level.")] = 0.1,
+    mode: Annotated[str, typer.Option(help="pace, prune or generate.")] = "pace",
+    debug: DebugOpt = False,
+) -> None:
+    """The whole job on a bundled dataset: train, export, compress, verify, summarise."""
+
+    def body() -> int:
+        from pace_cert.demo import run_demo
+
+        return run_demo(out, dataset, trees, depth, eta, delta, mode, typer.echo)
+
+    run_command(body, debug)
