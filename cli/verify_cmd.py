@@ -76,6 +76,8 @@ def verify(
 _TOPICS = {
     "size_lower_bound.witnesses": "size lower bound",
     "size_lower_bound.synthesis": "size lower bound",
+    "size_lower_bound.pruning": "pruning lower bound",
+    "minimal_pruning": "minimal among prunings",
     "history.points": "history",
     "history.completeness": "history",
     "history.compressed_labels": "history",

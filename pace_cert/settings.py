@@ -133,6 +133,18 @@ class PaceTuning:
 
 
 @dataclass(frozen=True)
+class BoundTuning:
+    """The pruning lower bound after the plan (``driver/phases/pruning_bound.py``).
+    ``pruning_share``: of a time limit, kept back for it (0: no bound);
+    ``pruning_seconds``: at most this long; ``pruning_points``: region points it uses
+    at most (separating samples first)."""
+
+    pruning_share: float = 0.1
+    pruning_seconds: float = 60.0
+    pruning_points: int = 4000
+
+
+@dataclass(frozen=True)
 class Tuning:
     """Every stage's tuning, each group a frozen dataclass."""
 
@@ -141,6 +153,7 @@ class Tuning:
     generation: GenerationTuning = field(default_factory=GenerationTuning)
     l0: L0Tuning = field(default_factory=L0Tuning)
     pace: PaceTuning = field(default_factory=PaceTuning)
+    bound: BoundTuning = field(default_factory=BoundTuning)
     oracle: OracleSettings = field(default_factory=OracleSettings)
 
 
@@ -285,6 +298,9 @@ RULES: tuple[Rule, ...] = (
     _seconds("pace.synth_seconds"),
     _seconds("pace.bound_seconds"),
     _count("pace.synth_threads"),
+    _share("bound.pruning_share"),
+    _seconds("bound.pruning_seconds"),
+    _count("bound.pruning_points", 1),
     _choice("oracle.backend", "--backend"),
     Rule(
         "oracle.ray_address",

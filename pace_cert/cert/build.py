@@ -21,6 +21,9 @@ from pace_cert.cert.certificate import (
     Learner,
     PairCertificate,
     Plausibility,
+    PruningBound,
+    PruningCombo,
+    PruningCut,
     Region,
     Scaling,
     Summary,
@@ -180,6 +183,7 @@ def build_certificate(
             l0_optimal=r.l0_optimal,
             size_lower_bound=r.size_bound,
             witness_bound=r.witness_bound,
+            pruning_bound=pruning_bound(r),
             boundary_witnesses=[
                 BoundaryWitness(
                     feature=w.feature,
@@ -195,4 +199,28 @@ def build_certificate(
             accuracy_compressed=float(np.mean(pred_c == y)),
             seconds=r.seconds,
         ),
+    )
+
+
+def pruning_bound(r) -> PruningBound | None:
+    """The certificate's form of the run's pruning lower bound (None: not computed)."""
+    pb = r.pruning_bound
+    if pb is None:
+        return None
+    return PruningBound(
+        value=pb.value,
+        points=[[float(v) for v in x] for x in pb.points],
+        labels=[label(r.original.classes, int(k)) for k in pb.y0],
+        cuts=[
+            PruningCut(
+                keep_one_of=list(c.keep_one_of),
+                combos=[
+                    PruningCombo(rows=[(int(i), int(k)) for i, k in rows], weight=float(w))
+                    for rows, w in c.combos
+                ],
+            )
+            for c in pb.result.cuts
+        ],
+        meets_points=pb.result.meets,
+        seconds=round(pb.result.seconds, 3),
     )

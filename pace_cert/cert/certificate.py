@@ -19,12 +19,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pace_cert.model.ensemble import family_of
 
-SCHEMA_VERSION = "1.5"  # 1.1: summary.size_lower_bound; 1.2: boundary witnesses (optional);
+SCHEMA_VERSION = "1.6"  # 1.1: summary.size_lower_bound; 1.2: boundary witnesses (optional);
 # 1.3: learners' merged / original_trees, history phase "merge", summary.phase "merge";
 # 1.4: history points without compressed_label (the label of an intermediate candidate,
 # which verify cannot replay), data (the training CSV's hash), region.coverage;
 # 1.5: original/compressed family, estimators and input_transform (a Pipeline's
-# Scaler/Imputer folded into the split thresholds)
+# Scaler/Imputer folded into the split thresholds); 1.6: summary.pruning_bound (points,
+# cuts and multipliers verify re-checks)
 Label = int | str
 
 
@@ -225,6 +226,50 @@ class BoundaryWitness(_Strict):
     label_next: Label = Field(description="the original's label at x_next (not label)")
 
 
+class PruningCombo(_Strict):
+    """Margin rows added up with one non-negative weight. A row ``[i, k]`` is "the
+    original's label at point i beats class k" (k is a class index, not the label);
+    the rows of one combo form a closed walk over the classes (every class is won as
+    often as it is beaten), so any class offsets cancel in their sum."""
+
+    rows: list[tuple[int, int]] = Field(description="[point index, other class index] pairs")
+    weight: float = Field(description="the rows' multiplier, >= 0")
+
+
+class PruningCut(_Strict):
+    """A Farkas certificate: the combos' weighted row sums give every tree outside
+    ``keep_one_of`` a coefficient <= 0, so no non-negative weighting of those trees (with
+    any class offsets) meets every row with a positive margin; a faithful pruning keeps
+    one of ``keep_one_of``."""
+
+    keep_one_of: list[int] = Field(description="original tree indices (0-based)")
+    combos: list[PruningCombo]
+
+
+class PruningBound(_Strict):
+    """A lower bound on the size of every faithful pruning of the original, checkable
+    from the two files: every point is re-checked to lie in the region with the stated
+    original label, every cut's multipliers are re-added exactly, and CP-SAT re-proves
+    that no set of fewer than ``value`` trees meets every cut."""
+
+    value: int = Field(
+        description="every model that keeps fewer original trees (each tree's leaf values "
+        "scaled by one factor >= 0, any class offsets) gives some point below another "
+        "label: no such model is faithful in the region"
+    )
+    points: list[list[float]] = Field(
+        description="region points, float32 values exact when parsed as float32"
+    )
+    labels: list[Label] = Field(description="the original's label at each point")
+    cuts: list[PruningCut]
+    meets_points: int | None = Field(
+        default=None,
+        description="size of a pruning whose LP weights meet every point (the bound is the "
+        "exact minimum on the points when equal to value); stated, not re-checked",
+    )
+    seconds: float = Field(description="time compress spent on the bound")
+
+
 class Summary(_Strict):
     certified: bool
     status: Literal["certified", "inconclusive"]
@@ -277,6 +322,12 @@ class Summary(_Strict):
         "feature have disjoint such intervals, and a tree of depth <= d has at most "
         "2**d - 1 splits. verify re-checks every witness with onnxruntime. null when no "
         "witness was found",
+    )
+    pruning_bound: PruningBound | None = Field(
+        default=None,
+        description="a lower bound on faithful prunings of the original (subsets of its "
+        "trees, non-negative weights, any class offsets), with the points, cuts and "
+        "multipliers verify re-checks (schema 1.6); null when not computed",
     )
     boundary_witnesses: list[BoundaryWitness] = Field(
         default_factory=list,

@@ -360,6 +360,28 @@ def claim_catalog(cert: Certificate) -> list[Claim]:
                 f"no faithful model of fewer than {s.witness_bound} trees of depth <= {depth}",
             )
         )
+    pb = s.pruning_bound
+    if pb is not None:
+        out.append(
+            Claim(
+                "size_lower_bound.pruning",
+                "checked",
+                f"no faithful pruning of the original (a subset of its trees, weights >= 0, "
+                f"any class offsets) has fewer than {pb.value} trees: {len(pb.points)} region "
+                f"points re-checked, {len(pb.cuts)} cuts' multipliers re-added exactly, the "
+                "hitting-set bound re-proved by CP-SAT",
+            )
+        )
+        if s.certified and is_pruning(cert) and s.trees_after <= pb.value:
+            out.append(
+                Claim(
+                    "minimal_pruning",
+                    "checked",
+                    f"{s.trees_after} trees is minimal among prunings of the original: the "
+                    "compressed model keeps original trees only and the pruning bound is "
+                    f"{pb.value}",
+                )
+            )
     synth = synthesis_part(cert)
     if synth is not None:
         out.append(
@@ -412,3 +434,12 @@ def claim_catalog(cert: Certificate) -> list[Claim]:
         ),
     ]
     return out
+
+
+def is_pruning(cert: Certificate) -> bool:
+    """Whether the compressed model keeps original trees only, one each (no new or
+    merged trees): a pruning, the family the pruning bound covers."""
+    return all(
+        lr.origin == "original" and lr.merged == 1 and len(lr.original_trees) <= 1
+        for lr in cert.learners
+    )

@@ -39,6 +39,7 @@ from pace_cert.cert.claims import (
     structural_problems,
 )
 from pace_cert.cert.coverage import coverage, coverage_line
+from pace_cert.cert.pruning_check import check_pruning_bound
 from pace_cert.errors import InputError
 from pace_cert.model.onnx_reader import ensemble_from_model, load_onnx
 from pace_cert.model.runtime import labels, loadable_session
@@ -87,6 +88,7 @@ class VerifyReport:
     size_lower_bound: int | None = None  # the certificate's bound (>= witness_bound; the
     # rest, from compress's CP-SAT synthesis proofs, is not re-checked: claims say so)
     merged_trees_checked: int | None = None  # original trees named by learners, re-checked
+    pruning_bound: int | None = None  # the certificate's pruning bound, re-checked here
     certificate_status: str | None = None  # what the certificate says: certified | inconclusive
     identical: bool = False  # the compressed file is the original, byte for byte
     claims: list[dict] = field(default_factory=list)  # {key, status, text}
@@ -125,6 +127,7 @@ class VerifyReport:
             "witness_bound": self.witness_bound,
             "size_lower_bound": self.size_lower_bound,
             "merged_trees_checked": self.merged_trees_checked,
+            "pruning_bound": self.pruning_bound,
         }
 
 
@@ -589,6 +592,25 @@ def _faithfulness(
     for key in ("size_lower_bound.witnesses", "size_lower_bound.synthesis", "minimal"):
         if key in catalog:
             check(key)
+    if (pb := cert.summary.pruning_bound) is not None:
+        bc = check_pruning_bound(
+            orig,
+            lambda Z: region_mask(orig, c_o, forest, Z, domain),
+            pb,
+            lambda k: label(orig.classes, k),
+            time_limit,
+        )
+        if bc.status == "refuted":
+            return refute("size_lower_bound.pruning", bc.text)
+        if bc.status == "checked":
+            check("size_lower_bound.pruning", bc.text)
+            if "minimal_pruning" in catalog:
+                check("minimal_pruning")
+        else:
+            claims.append(_claim("size_lower_bound.pruning", "stated", bc.text))
+        rep_pruning_bound = pb.value if bc.status == "checked" else None
+    else:
+        rep_pruning_bound = None
     problems = learner_problems(cert, orig, comp)
     if problems:
         return refute("learners", "learners: " + "; ".join(problems[:3]))
@@ -646,6 +668,7 @@ def _faithfulness(
         rep.witnesses_checked = len(cert.summary.boundary_witnesses)
         rep.witness_bound = cert.summary.witness_bound
     rep.size_lower_bound = cert.summary.size_lower_bound
+    rep.pruning_bound = rep_pruning_bound
     if checks_learners(cert):
         rep.merged_trees_checked = n_checked
     return rep

@@ -98,6 +98,8 @@ class CompressResult:
     size_bound: int | None = None  # proved: no faithful model of fewer trees (synth, witnesses)
     witnesses: list[Witness] = field(default_factory=list)  # evidence for size_bound
     witness_bound: int | None = None  # the bound the witnesses give alone
+    # phases.pruning_bound.PruningBoundResult: no faithful pruning is smaller (None: none)
+    pruning_bound: object = None
     merged: list[int] = field(default_factory=list)  # per compressed tree: learners summed
     original_trees: list[list[int]] = field(default_factory=list)  # per tree: original
     # trees (indices in the original) among them

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import numpy as np
 
 from pace_cert.budget import Budget
+from pace_cert.driver.phases.pruning_bound import prove_bound
 from pace_cert.driver.phases.witness_bound import update_witness_bound
 from pace_cert.driver.plans import PLANS, Plan
 from pace_cert.driver.result import CompressResult
@@ -66,7 +67,11 @@ def compress(
     lies in the region."""
     if budget is None:
         budget = Budget.seconds(cfg.time_limit)
-    state = RunState.create(original, X, cfg, budget, progress or (lambda _m: None))
+    share = cfg.tuning.bound.pruning_share
+    # the plan leaves the pruning bound its share of the limit
+    state = RunState.create(
+        original, X, cfg, budget.share(1.0 - share), progress or (lambda _m: None)
+    )
     state.on_bound = on_bound
     if on_improve is not None:
         state.on_improve = lambda: on_improve(snapshot(state))
@@ -76,6 +81,8 @@ def compress(
         f"{len(state.X)} distinct samples in the region ({state.samples_dropped} rows dropped)"
     )
     run_plan(state, PLANS[cfg.mode])
+    if share > 0:
+        state.pruning_bound = prove_bound(state, budget)
     return result(state)
 
 
@@ -134,4 +141,5 @@ def snapshot(state: RunState) -> CompressResult:
         size_bound=state.size_bound,
         witnesses=list(state.witnesses.values()),
         witness_bound=state.witness_bound,
+        pruning_bound=state.pruning_bound,
     )

@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -93,6 +94,7 @@ class RunState:
     witnesses: dict[tuple[int, int], Witness] = field(default_factory=dict)
     witness_bound: int | None = None
     witness_rows: int = 0  # samples already searched for witnesses (rows only grow)
+    pruning_bound: Any = None  # phases.pruning_bound.PruningBoundResult, after the plan
     best: tuple[PhaseResult, str] | None = None
     l1: L1State | None = None
     merge_tried: bool = False  # the merged original was offered before the L1 loop

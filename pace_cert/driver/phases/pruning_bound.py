@@ -1,0 +1,87 @@
+"""Step after the plan: a pruning lower bound on the samples the run collected.
+
+Every model that keeps a subset of the original trees (weights >= 0, any class offsets)
+and is faithful in the region meets every region point the run has seen: the training
+rows in the region and the separating samples (the points that refuted candidates,
+which are what make the bound tight). :func:`pace_cert.master.pruning_bound.prove_pruning_bound`
+turns them into cuts with Farkas multipliers and a CP-SAT hitting-set bound; the
+certificate carries the points and cuts (``summary.pruning_bound``) and verify
+re-checks all of it. It runs on the time the runner keeps back for it
+(``bound.pruning_share`` of the limit, at most ``bound.pruning_seconds``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pace_cert.budget import Budget
+from pace_cert.cert.pruning_check import leaf_table
+from pace_cert.driver.state import RunState
+from pace_cert.master.pruning_bound import BoundResult, prove_pruning_bound
+from pace_cert.region.masks import region_mask
+
+
+@dataclass(frozen=True)
+class PruningBoundResult:
+    """The bound with what proves it: the float32 points (original label index ``y0``
+    at each) and the cuts, whose rows index ``points``."""
+
+    value: int
+    points: np.ndarray  # float32 [n, features]
+    y0: np.ndarray  # int64 [n]
+    result: BoundResult
+
+
+def region_points(state: RunState, limit: int) -> np.ndarray:
+    """The run's samples that lie in the region by the masks verify uses (a CP-SAT
+    sample may sit in the rounding slack just outside), newest first, at most
+    ``limit``: separating samples before training rows."""
+    X = np.asarray(state.X, np.float32)[::-1]
+    inside = region_mask(state.original, state.region.margin, state.plausibility, X, state.domain)
+    return X[inside][:limit]
+
+
+def stop_size(state: RunState) -> int | None:
+    """The size of the best certified model when it is a pruning (every tree one
+    original tree): no larger pruning bound can be proved."""
+    if state.best is None:
+        return state.original.n_trees
+    _w, merged, originals = state.tree_sources(state.best[0])
+    if all(m == 1 for m in merged) and all(len(o) == 1 for o in originals):
+        return state.best[0].model.n_trees
+    return state.original.n_trees
+
+
+def prove_bound(state: RunState, budget: Budget) -> PruningBoundResult | None:
+    """The pruning lower bound within ``budget`` (None when the region holds no point
+    or the bound is 0)."""
+    tuning = state.cfg.tuning.bound
+    X = region_points(state, tuning.pruning_points)
+    if not len(X) or budget.expired():
+        return None
+    y0 = state.original.predict_index(X)
+    H = leaf_table(state.original.trees, X)
+    res = prove_pruning_bound(
+        H, y0, budget.cap(tuning.pruning_seconds), stop_at=stop_size(state), seed=state.cfg.seed,
+        progress=state.say,
+    )  # fmt: skip
+    if res.value <= 0:
+        return None
+    keep = np.array(res.points, np.int64)
+    remap = {int(i): j for j, i in enumerate(keep)}
+    cuts = [
+        type(c)(c.keep_one_of, tuple(
+            (tuple((remap[i], k) for i, k in rows), w) for rows, w in c.combos
+        ))
+        for c in res.cuts
+    ]  # fmt: skip
+    res.cuts = cuts
+    exact = " (the minimum on them)" if res.meets == res.value else ""
+    state.say(
+        f"[pruning-bound] {len(X)} region points, {len(cuts)} cuts: every faithful "
+        f"pruning keeps at least {res.value} of the {state.original.n_trees} trees{exact} "
+        f"({res.seconds:.1f} s)"
+    )
+    return PruningBoundResult(res.value, X[keep], y0[keep], res)

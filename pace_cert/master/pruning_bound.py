@@ -1,0 +1,287 @@
+"""A lower bound on the size of every faithful pruning, with a certificate verify re-checks.
+
+A *pruning* keeps a subset S of the original trees, scales each kept tree's leaf values
+by a weight w_t >= 0 and adds class offsets beta. It is faithful at a point x with
+original label y0 when ``sum_t w_t (h_t,y0(x) - h_t,k(x)) + beta_y0 - beta_k > 0`` for
+every other class k (a margin row). Given region points, the smallest S for which some
+(w, beta) meets every row bounds every faithful pruning from below.
+
+Combinatorial Benders, as in :mod:`pace_cert.master.l0_cover`, but with a certificate:
+
+* master: the smallest set of trees hitting every cut so far (CP-SAT);
+* subproblem: for the master's S, the LP ``max eps  s.t.  y >= 0, sum y = 1,
+  sum_r y_r (e_y0 - e_k) = 0, sum_r y_r a_rt + eps <= 0 (t in S)`` on HiGHS. eps >= 0
+  means no (w, beta) on S meets the rows (Farkas), and y is the proof: decomposed into
+  closed walks over the classes (so beta cancels exactly), the trees whose multiplied
+  rows are re-added to <= 0 (float64 with a rounding bound, else in rationals:
+  :mod:`pace_cert.cert.pruning_check`, the code verify runs) can all be dropped
+  together, and every faithful pruning keeps one of the others: a cut.
+* cuts are strengthened by growing S while the LP stays infeasible.
+
+The bound is the master's optimum when it stops (or its proved lower bound at the
+time limit); when the master's S meets the rows, that optimum is exact on the points.
+A cut only enters the master after the same check verify runs has passed, so every
+stated bound re-checks.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import highspy
+import numpy as np
+from ortools.sat.python import cp_model
+
+from pace_cert.budget import Budget
+from pace_cert.cert.pruning_check import hitting_bound, positive_trees
+from pace_cert.master.highs import INF, load_highs, new_highs
+
+#: edges of a circulation below this share of the largest are dropped (LP noise)
+FLOW_TOL = 1e-11
+#: the LP's eps must be at least this (columns scaled to max |a| = 1) to call S infeasible
+EPS_INFEASIBLE = -1e-10
+#: LP re-solves spent on growing one cut
+GROW_TRIES = 8
+
+
+@dataclass(frozen=True)
+class Cut:
+    """``keep_one_of``: tree indices, one of which every faithful pruning keeps;
+    ``combos``: (rows, weight) with rows as (point, other class) pairs."""
+
+    keep_one_of: tuple[int, ...]
+    combos: tuple[tuple[tuple[tuple[int, int], ...], float], ...]
+
+
+@dataclass
+class BoundResult:
+    """``value``: no pruning of fewer trees meets every point; ``cuts`` prove it;
+    ``meets``: the size of a support whose LP weights meet every point (the bound is the
+    minimum on the points when equal); ``points``: indices of the points the cuts use."""
+
+    value: int
+    cuts: list[Cut]
+    meets: int | None
+    seconds: float
+    lp_solves: int = 0
+    master_solves: int = 0
+    points: list[int] = field(default_factory=list)
+
+
+def margin_row_index(y0: np.ndarray, K: int) -> tuple[np.ndarray, np.ndarray]:
+    """(point, other class) of every margin row, point-major."""
+    other = np.ones((len(y0), K), bool)
+    other[np.arange(len(y0)), y0] = False
+    return np.nonzero(other)
+
+
+def circulation_combos(
+    flow: np.ndarray, src: np.ndarray, dst: np.ndarray
+) -> list[tuple[list[int], float]]:
+    """Decompose an (almost) balanced flow on class edges src -> dst into closed walks:
+    (edge indices, weight) pairs. Edges below ``FLOW_TOL`` of the largest, and flow
+    stranded by rounding, are dropped (the re-check decides what the walks prove)."""
+    f = np.asarray(flow, float).copy()
+    if not len(f) or f.max() <= 0:
+        return []
+    f[f < FLOW_TOL * f.max()] = 0.0
+    out: dict[int, list[int]] = {}
+    for e in np.flatnonzero(f > 0):
+        out.setdefault(int(src[e]), []).append(int(e))
+    combos = []
+    while True:
+        live = np.flatnonzero(f > 0)
+        if not len(live):
+            return combos
+        e0 = int(live[np.argmax(f[live])])
+        path, seen = [e0], {int(src[e0]): 0, int(dst[e0]): 1}
+        node = int(dst[e0])
+        cycle = None
+        while cycle is None:
+            nxt = [e for e in out.get(node, []) if f[e] > 0]
+            if not nxt:
+                break
+            e = max(nxt, key=lambda j: f[j])
+            path.append(e)
+            node = int(dst[e])
+            if node in seen:
+                cycle = path[seen[node] :]
+            else:
+                seen[node] = len(path)
+        if cycle is None:  # stranded by rounding: drop the first edge's flow
+            f[e0] = 0.0
+            continue
+        lam = float(min(f[e] for e in cycle))
+        for e in cycle:
+            f[e] -= lam
+            if f[e] <= FLOW_TOL * lam:
+                f[e] = 0.0
+        combos.append((list(cycle), lam))
+
+
+class _FarkasLP:
+    """The subproblem's LP over row multipliers y, one HiGHS instance: a support
+    change only changes the bounds of the tree rows."""
+
+    def __init__(self, An: np.ndarray, yi: np.ndarray, ki: np.ndarray, K: int, seed: int):
+        R, T = An.shape
+        self.T = T
+        h = new_highs(1, seed)
+        cost = np.r_[np.zeros(R), -1.0]  # minimise -eps
+        lower = np.r_[np.zeros(R), -INF]
+        upper = np.r_[np.full(R, INF), 1.0]
+        bal = np.zeros((K - 1, R))
+        r = np.arange(R)
+        bal[yi[yi > 0] - 1, r[yi > 0]] += 1.0
+        bal[ki[ki > 0] - 1, r[ki > 0]] -= 1.0
+        M = np.vstack([
+            np.r_[np.ones(R), 0.0][None, :],
+            np.hstack([bal, np.zeros((K - 1, 1))]),
+            np.hstack([An.T, np.ones((T, 1))]),
+        ])  # fmt: skip
+        lo = np.r_[1.0, np.zeros(K - 1), np.full(T, -INF)]
+        hi = np.r_[1.0, np.zeros(K - 1), np.full(T, INF)]
+        load_highs(h, M, cost, lower, upper, lo, hi)
+        self.h, self.R, self.first = h, R, K
+        self.on = np.zeros(T, bool)
+        self.solves = 0
+
+    def solve(self, support: np.ndarray) -> tuple[float, np.ndarray] | None:
+        """(eps, y) for ``support``; None when no multipliers exist (the offsets alone
+        meet the rows, or HiGHS gave no optimum)."""
+        on = np.zeros(self.T, bool)
+        on[np.asarray(support, np.int64)] = True
+        ch = np.flatnonzero(on != self.on)
+        if len(ch):
+            rows = (self.first + ch).astype(np.int32)
+            hi = np.where(on[ch], 0.0, INF)
+            self.h.changeRowsBounds(len(rows), rows, np.full(len(rows), -INF), hi)
+            self.on = on
+        self.h.run()
+        self.solves += 1
+        if self.h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            return None
+        x = np.asarray(self.h.getSolution().col_value)
+        return float(x[-1]), np.maximum(x[: self.R], 0.0)
+
+
+def prove_pruning_bound(
+    H: np.ndarray,
+    y0: np.ndarray,
+    budget: Budget,
+    *,
+    stop_at: int | None = None,
+    seed: int = 0,
+    progress: Callable[[str], None] | None = None,
+) -> BoundResult:
+    """The largest pruning lower bound the cut loop proves within ``budget``.
+
+    ``H[i, t, k]``: tree t's leaf value for class k at point i (float64); ``y0[i]``: the
+    original's label index there. ``stop_at``: stop once the bound reaches it (e.g. the
+    size of a certified pruning: nothing larger can be proved)."""
+    t0 = time.perf_counter()
+    _n, T, K = H.shape
+    pi, pk = margin_row_index(y0, K)
+    A = H[pi, :, y0[pi]] - H[pi, :, pk]
+    # one copy of each distinct (row, classes): the same constraint
+    key = np.hstack([A, y0[pi][:, None], pk[:, None]])
+    _u, first = np.unique(key, axis=0, return_index=True)
+    first = np.sort(first)
+    pi, pk, A = pi[first], pk[first], A[first]
+    scale = np.abs(A).max(axis=0) if len(A) else np.ones(T)
+    An = A / np.where(scale > 0, scale, 1.0)
+    lp = _FarkasLP(An, y0[pi], pk, K, seed)
+    hs = _HittingSet(T, seed)
+    cuts: list[Cut] = []
+    meets: int | None = None
+    value = 0
+
+    def make_cut(y: np.ndarray) -> Cut | None:
+        walks = circulation_combos(y, pk, y0[pi])
+        combos = tuple(
+            (tuple((int(pi[e]), int(pk[e])) for e in edges), w) for edges, w in walks if w > 0
+        )
+        if not combos:
+            return None
+        keep = positive_trees(H, y0, combos)
+        return Cut(tuple(keep), combos)
+
+    while not budget.expired():
+        found = hs.solve(budget)
+        if found is None:
+            break
+        support, value = found
+        if stop_at is not None and value >= stop_at:
+            break
+        sol = lp.solve(support)
+        if sol is None or sol[0] < EPS_INFEASIBLE:
+            meets = len(support)
+            break
+        cut = make_cut(sol[1])
+        if cut is None or set(cut.keep_one_of) & set(support.tolist()):
+            meets = len(support)  # the multipliers do not re-check: treat S as meeting
+            break
+        cut = _grow(cut, lp, make_cut, T, budget)
+        cuts.append(cut)
+        hs.add(cut.keep_one_of)
+        if progress is not None and len(cuts) % 50 == 0:
+            progress(f"[pruning-bound] {len(cuts)} cuts, bound {value}")
+    if meets is None and cuts:
+        value = max(value, hs.proved_lower_bound)
+    used = sorted({i for c in cuts for rows, _w in c.combos for i, _k in rows})
+    return BoundResult(value, cuts, meets, time.perf_counter() - t0, lp.solves, hs.solves, used)
+
+
+def _grow(cut: Cut, lp: _FarkasLP, make_cut, T: int, budget: Budget) -> Cut:
+    """A smaller cut: add trees of the cut to the infeasible support one at a time while
+    the LP stays infeasible (a maximal infeasible support has the smallest cut)."""
+    tried = 0
+    for t in list(cut.keep_one_of):
+        if tried >= GROW_TRIES or budget.expired() or t not in cut.keep_one_of:
+            continue
+        tried += 1
+        support = np.r_[np.setdiff1d(np.arange(T), cut.keep_one_of), t]
+        sol = lp.solve(support)
+        if sol is None or sol[0] < EPS_INFEASIBLE:
+            continue
+        new = make_cut(sol[1])
+        smaller = new is not None and len(new.keep_one_of) < len(cut.keep_one_of)
+        if smaller and not set(new.keep_one_of) & set(support.tolist()):
+            cut = new
+    return cut
+
+
+class _HittingSet:
+    """min |S| s.t. S meets every cut, on CP-SAT (the model grows by one clause a cut)."""
+
+    def __init__(self, T: int, seed: int) -> None:
+        self.m = cp_model.CpModel()
+        self.x = [self.m.new_bool_var(f"x{t}") for t in range(T)]
+        self.m.minimize(sum(self.x))
+        self.seed, self.solves, self.proved_lower_bound = seed, 0, 0
+        self.cuts: list[tuple[int, ...]] = []
+
+    def add(self, keep: tuple[int, ...]) -> None:
+        self.cuts.append(keep)
+        self.m.add_bool_or([self.x[t] for t in keep])
+
+    def solve(self, budget: Budget) -> tuple[np.ndarray, int] | None:
+        """(a minimum hitting set, its size); None when out of time before optimal."""
+        s = cp_model.CpSolver()
+        s.parameters.num_workers = 1
+        s.parameters.random_seed = self.seed
+        if (limit := budget.solver_limit()) is not None:
+            s.parameters.max_time_in_seconds = float(limit)
+        st = s.solve(self.m)
+        self.solves += 1
+        if st == cp_model.OPTIMAL:
+            S = np.array([t for t, v in enumerate(self.x) if s.boolean_value(v)], np.int64)
+            self.proved_lower_bound = max(self.proved_lower_bound, len(S))
+            return S, len(S)
+        if st == cp_model.FEASIBLE:
+            bound = int(np.ceil(s.best_objective_bound - 1e-9))
+            if hitting_bound(len(self.x), self.cuts, bound, budget.solver_limit()) == "proved":
+                self.proved_lower_bound = max(self.proved_lower_bound, bound)
+        return None
