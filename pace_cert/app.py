@@ -30,7 +30,7 @@ from pace_cert.settings import CompressConfig, SettingError, check_for_model
 
 if TYPE_CHECKING:  # the solvers and pydantic load when the work starts, after the checks
     from pace_cert.cert.certificate import Certificate, Coverage
-    from pace_cert.driver.result import CompressResult
+    from pace_cert.driver.result import CompressResult, StopReason
 
 Progress = Callable[[str], None]
 
@@ -40,7 +40,8 @@ class CompressOutcome:
     """What a compress run wrote. ``exit_code`` 0: a smaller certified model; 2: the
     original unchanged (``status`` "inconclusive"). ``found``: trees of the smallest
     model certified by the run even when it was not smaller than the original (None:
-    none was certified); ``timed_out``: the time limit ended the run."""
+    none was certified); ``timed_out``: the time limit ended the run (it did not end
+    by itself); ``stop``: the step that decided the end and its reason."""
 
     exit_code: int
     status: str
@@ -48,6 +49,7 @@ class CompressOutcome:
     certificate: Certificate
     found: int | None = None
     timed_out: bool = False
+    stop: StopReason | None = None
 
     @property
     def certified(self) -> bool:
@@ -150,7 +152,8 @@ def run_compress(
         out_dir,
         cert,
         found=found,
-        timed_out=budget.expired(),
+        timed_out=result.stop is not None and result.stop.time_limit,
+        stop=result.stop,
     )
 
 
