@@ -4,6 +4,7 @@ the one-line description of a certified domain."""
 from __future__ import annotations
 
 import json
+import os
 import sys
 import traceback
 from collections.abc import Callable
@@ -40,9 +41,16 @@ RayAddressOpt = Annotated[
 
 
 def run_command(fn: Callable[[], int], debug: bool) -> None:
-    """Run a command body; map exceptions to exit codes with one-line messages."""
+    """Run a command body; map exceptions to exit codes with one-line messages. A
+    closed stdout (``pace-cert inspect MODEL | head -3``) ends the command quietly with
+    exit 0: the reader has what it wanted."""
     try:
         code = fn()
+        sys.stdout.flush()  # a closed pipe shows here, not at interpreter exit
+    except BrokenPipeError:
+        # what is still buffered goes nowhere, and the exit flush cannot fail again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise typer.Exit(0) from None
     except PaceError as e:
         if debug:
             traceback.print_exc()

@@ -175,6 +175,10 @@ def compress(
                     "compressed_model": str(res.out_dir / "compressed.onnx"),
                     "certificate": str(res.out_dir / "certificate.json"),
                     "original_unchanged": res.exit_code == 2,
+                    "stop": None
+                    if res.stop is None
+                    else {"step": res.stop.step, "reason": res.stop.reason},
+                    "time_limit_reached": res.timed_out,
                     "summary": s.model_dump(),
                     "coverage": None
                     if cert.region.coverage is None
@@ -191,8 +195,9 @@ def compress(
 def compress_summary(res: CompressOutcome, cfg: Any, model: Path) -> str:
     """What compress prints on stdout: the result, the region's coverage of the data,
     and for an unchanged original (exit 2) what that means and what to try."""
-    from pace_cert.cert.certificate import bound_line
+    from pace_cert.cert.certificate import bound_lines, pruning_bound_lines
     from pace_cert.cert.coverage import coverage_line, tie_band_line
+    from pace_cert.estimate import placement
 
     cert = res.certificate
     s, reg = cert.summary, cert.region
@@ -203,8 +208,6 @@ def compress_summary(res: CompressOutcome, cfg: Any, model: Path) -> str:
             f"({s.leaves_before} -> {s.leaves_after} leaves, {s.new_learner_share:.0%} new), "
             f"fidelity {s.fidelity:.4f} on the data, {s.seconds:.1f}s"
         ]
-        if line := bound_line(s, cert.original.max_depth).rstrip():
-            lines.append(line)
     else:
         lines = [
             f"inconclusive: nothing smaller than the original's {s.trees_before} trees was "
@@ -214,13 +217,32 @@ def compress_summary(res: CompressOutcome, cfg: Any, model: Path) -> str:
             "why: " + _why_unchanged(res, cfg),
             "try: " + _what_to_try(res, cfg),
         ]
+    lines += bound_lines(s, cert.original.max_depth)
+    lines += pruning_bound_lines(s)
+    if res.estimate is not None:
+        pb = s.pruning_bound.value if s.pruning_bound is not None else None
+        lines.append(placement(s.trees_after if res.exit_code == 0 else None, pb, res.estimate))
     if reg.coverage is not None:
         lines.append("region: " + coverage_line(reg.coverage, reg.eta, reg.delta))
         if tie := tie_band_line(reg.coverage, reg.runtime_guard):
             lines.append(tie)
     lines.append(f"domain: {domain_line(reg.domain, 'the training min/max')}")
-    lines.append(f"wrote {comp} and {cert_path}")
+    if res.stop is not None and not _why_is_the_stop(res):
+        lines.append(f"stopped: {res.stop.step}: {res.stop.reason}")
+    if res.timed_out and res.exit_code == 0:
+        lines.append("time limit reached; a longer run may certify a smaller model")
+    written = [comp, cert_path]
+    if reg.plausibility is not None:
+        written.append(res.out_dir / reg.plausibility.path)
+    lines.append(f"wrote {', '.join(map(str, written[:-1]))} and {written[-1]}")
     return "\n".join(lines)
+
+
+def _why_is_the_stop(res: CompressOutcome) -> bool:
+    """Whether exit 2's ``why:`` line already is the run's stop reason."""
+    s = res.certificate.summary
+    proved = s.size_lower_bound is not None and s.size_lower_bound >= s.trees_before
+    return res.exit_code == 2 and not proved and res.found is None and not res.timed_out
 
 
 def _why_unchanged(res: CompressOutcome, cfg: Any) -> str:
@@ -240,6 +262,8 @@ def _why_unchanged(res: CompressOutcome, cfg: Any) -> str:
             f"the time limit ({cfg.time_limit:g} s) ended the run before a smaller model "
             "was certified"
         )
+    if res.stop is not None:
+        return f"{res.stop.step} ended the run: {res.stop.reason}"
     return "the run ended without certifying a smaller model in this region"
 
 

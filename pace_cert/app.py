@@ -30,7 +30,8 @@ from pace_cert.settings import CompressConfig, SettingError, check_for_model
 
 if TYPE_CHECKING:  # the solvers and pydantic load when the work starts, after the checks
     from pace_cert.cert.certificate import Certificate, Coverage
-    from pace_cert.driver.result import CompressResult
+    from pace_cert.driver.result import CompressResult, StopReason
+    from pace_cert.estimate import Estimate
 
 Progress = Callable[[str], None]
 
@@ -40,7 +41,8 @@ class CompressOutcome:
     """What a compress run wrote. ``exit_code`` 0: a smaller certified model; 2: the
     original unchanged (``status`` "inconclusive"). ``found``: trees of the smallest
     model certified by the run even when it was not smaller than the original (None:
-    none was certified); ``timed_out``: the time limit ended the run."""
+    none was certified); ``timed_out``: the time limit ended the run (it did not end
+    by itself); ``stop``: the step that decided the end and its reason."""
 
     exit_code: int
     status: str
@@ -48,6 +50,8 @@ class CompressOutcome:
     certificate: Certificate
     found: int | None = None
     timed_out: bool = False
+    stop: StopReason | None = None
+    estimate: Estimate | None = None  # the free-pattern floor, said before the work
 
     @property
     def certified(self) -> bool:
@@ -98,6 +102,11 @@ def run_compress(
         check_for_model(cfg, ensemble.kind)
     except SettingError as e:
         raise InputError(None, str(e)) from None
+    from pace_cert.estimate import free_pattern_estimate
+
+    estimate = free_pattern_estimate(ensemble, cfg.eta)
+    if progress is not None:
+        progress(estimate.line())
     data = read_csv(data_path, ensemble.classes, ensemble.n_features, target)
     if len(data.X) < 2:
         raise InputError(
@@ -150,7 +159,9 @@ def run_compress(
         out_dir,
         cert,
         found=found,
-        timed_out=budget.expired(),
+        timed_out=result.stop is not None and result.stop.time_limit,
+        stop=result.stop,
+        estimate=estimate,
     )
 
 

@@ -33,7 +33,8 @@ def read_csv(
     p = Path(path)
     try:
         with open(p, newline="") as f:
-            rows = list(csv.reader(f))
+            reader = csv.reader(f)
+            rows = [(reader.line_num, r) for r in reader]  # (file line where it ends, cells)
     except FileNotFoundError:
         raise InputError(p, "file not found") from None
     except IsADirectoryError:
@@ -46,7 +47,7 @@ def read_csv(
         raise InputError(p, f"malformed CSV ({e})") from None
     if not rows:
         raise InputError(p, "empty file (expected a header row)")
-    header = [h.strip() for h in rows[0]]
+    header = [h.strip() for h in rows[0][1]]
     if target not in header:
         raise InputError(p, f"no target column {target!r} in the header")
     t_col = header.index(target)
@@ -55,24 +56,26 @@ def read_csv(
         raise InputError(
             p, f"has {len(feat_cols)} feature columns but the model expects {n_features}"
         )
-    body = [r for r in rows[1:] if r and any(c.strip() for c in r)]
+    lines = [n for n, r in rows[1:] if r and any(c.strip() for c in r)]
+    body = [r for _n, r in rows[1:] if r and any(c.strip() for c in r)]
     if not body:
         raise InputError(p, "no data rows")
     X = np.empty((len(body), n_features), np.float64)
     labels: list[str] = []
-    for r_i, r in enumerate(body, start=2):
+    for i, r in enumerate(body):
+        where = row_name(i, lines[i])
         if len(r) != len(header):
-            raise InputError(p, f"row {r_i} has {len(r)} columns, the header has {len(header)}")
+            raise InputError(p, f"{where} has {len(r)} columns, the header has {len(header)}")
         for j, c in enumerate(feat_cols):
             try:
                 v = float(r[c])
             except ValueError:
                 raise InputError(
-                    p, f"row {r_i}, column {header[c]!r}: {r[c]!r} is not a number"
+                    p, f"{where}, column {header[c]!r}: {r[c]!r} is not a number"
                 ) from None
             if not np.isfinite(v):
-                raise InputError(p, f"row {r_i}, column {header[c]!r}: {r[c]!r} is not finite")
-            X[r_i - 2, j] = v
+                raise InputError(p, f"{where}, column {header[c]!r}: {r[c]!r} is not finite")
+            X[i, j] = v
         labels.append(r[t_col].strip())
     with np.errstate(over="ignore"):
         X32 = X.astype(np.float32)
@@ -83,15 +86,22 @@ def read_csv(
         r, j = (int(v) for v in big[0])
         raise InputError(
             p,
-            f"row {r + 2}, column {header[feat_cols[j]]!r}: {body[r][feat_cols[j]].strip()} "
+            f"{row_name(r, lines[r])}, column {header[feat_cols[j]]!r}: "
+            f"{body[r][feat_cols[j]].strip()} "
             "exceeds 2^120 (1.3e36) in magnitude: too close to float32 overflow to be a "
             "measurement (a missing-value code?)",
         )
-    y = _label_indices(p, labels, classes)
+    y = _label_indices(p, labels, classes, lines)
     return Dataset(X32, y, [header[c] for c in feat_cols])
 
 
-def _label_indices(p: Path, labels: list[str], classes: np.ndarray) -> np.ndarray:
+def row_name(i: int, line: int) -> str:
+    """How an error names data row ``i`` (0-based, blank lines not counted) that ends on
+    file line ``line`` (1-based, the header is line 1)."""
+    return f"data row {i + 1} (file line {line})"
+
+
+def _label_indices(p: Path, labels: list[str], classes: np.ndarray, lines: list[int]) -> np.ndarray:
     if classes.dtype == object or classes.dtype.kind in "US":
         lookup = {str(c): i for i, c in enumerate(classes)}
         keys = labels
@@ -110,7 +120,8 @@ def _label_indices(p: Path, labels: list[str], classes: np.ndarray) -> np.ndarra
     for i, k in enumerate(keys):
         if k not in lookup:
             raise InputError(
-                p, f"label {labels[i]!r} (row {i + 2}) is not one of the model's classes"
+                p,
+                f"label {labels[i]!r} ({row_name(i, lines[i])}) is not one of the model's classes",
             )
         out[i] = lookup[k]
     return out

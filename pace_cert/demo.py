@@ -9,7 +9,7 @@ import numpy as np
 
 from pace_cert import zoo
 from pace_cert.app import run_compress
-from pace_cert.cert.certificate import bound_line
+from pace_cert.cert.certificate import bound_lines
 from pace_cert.cert.coverage import coverage_line
 from pace_cert.cert.verify import run_verify
 from pace_cert.model.runtime import labels, session
@@ -58,8 +58,8 @@ def run_demo(
         f"  trees {s.trees_before} -> {s.trees_after}, leaves {s.leaves_before} -> {s.leaves_after}"
         f", {s.new_learner_share:.0%} generated, {s.seconds:.1f}s"
     )
-    if line := bound_line(s, res.certificate.original.max_depth):
-        echo("  " + line.rstrip())
+    for line in bound_lines(s, res.certificate.original.max_depth):
+        echo("  " + line)
     reg = res.certificate.region
     if reg.coverage is not None:
         echo("  region: " + coverage_line(reg.coverage, reg.eta, reg.delta))

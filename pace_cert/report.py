@@ -239,6 +239,13 @@ def _sizes(cert: Certificate) -> str:
     ]
     out = "<h2 id='sizes'>Sizes and lower bound</h2>" + bars_svg(bars, "trees")
     out += _table(("", "original", "compressed"), rows)
+    if s.time_limit_reached:
+        out += (
+            "<p><b>Time limit reached</b>: the run did not end by itself; a longer run may "
+            "certify a smaller model.</p>"
+        )
+    if s.stop_reason:
+        out += f"<p>The run ended at step {esc(s.stop_reason)}.</p>"
     synth = synthesis_part(cert)
     notes = []
     if s.witness_bound is not None:

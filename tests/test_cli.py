@@ -178,17 +178,18 @@ def _csv_variant(src: Path, kind: str) -> tuple[str, tuple[str, ...]]:
     if kind == "ragged-row":
         rs = [list(r) for r in rows]
         rs[4] = rs[4][:-2]
-        return text(header, rs), ("row 6", "columns")
+        return text(header, rs), ("data row 5 (file line 6)", "columns")
     if kind == "non-numeric":
-        return with_cell("abc"), ("row 5", header[2], "not a number")
+        return with_cell("abc"), ("data row 4 (file line 5)", header[2], "not a number")
     if kind == "nan":
-        return with_cell("nan"), ("row 5", "not finite")
+        return with_cell("nan"), ("data row 4 (file line 5)", "not finite")
     if kind == "inf":
-        return with_cell("-inf"), ("row 5", "not finite")
+        return with_cell("-inf"), ("data row 4 (file line 5)", "not finite")
     if kind == "float32-overflow":
         return with_cell("1e39"), ("overflows float32",)
     if kind == "unknown-label":
-        return with_cell("7", col=-1), ("label '7'", "not one of the model's classes")
+        where = "data row 4 (file line 5)"
+        return with_cell("7", col=-1), ("label '7'", where, "not one of the model's classes")
     if kind == "string-label":
         return with_cell("setosa", col=-1), ("setosa", "not one of the model's classes")
     if kind == "missing-target":

@@ -161,3 +161,24 @@ def test_free_removal_offers_a_certified_model_faithful_on_every_cell(tmp_path, 
     model = offers[0].result.model
     assert model.n_trees <= original.n_trees - len(gone)
     _assert_faithful_on_every_cell(p, original, path, info, [model])
+
+
+def test_a_removal_met_only_below_the_float32_guard_is_not_proposed_again():
+    """A one-tree removal whose separating samples are rows already (met only below the
+    float32 guard) cannot be certified by another round: elimination skips that tree and
+    proposes the others instead of ending the step (issue 47)."""
+    from pace_cert.driver.phases.eliminate import removal
+
+    X, y = small_problem(1, n_features=3, n_rows=200)
+    original, _ = ensemble_from_model(zoo.export_onnx(zoo.make_model("rf", 8, 2, 1).fit(X, y), 3))
+    cfg = CompressConfig.of(mode="prune", eta=0.1, seed=0, oracle=OracleSettings(enum_limit=0))
+    p = run_state(original, X.astype(np.float32), cfg)
+    A = p.matrix(list(original.trees))
+    kept = list(range(original.n_trees))
+    first = removal(p, A, kept, 1)
+    assert first is not None and len(first) == 1
+    skip: set[int] = set()
+    while (out := removal(p, A, kept, 1, skip)) is not None:
+        assert not set(out) & skip
+        skip |= set(out)
+    assert first[0] in skip and len(skip) > 1  # others were proposed after the first

@@ -230,7 +230,7 @@ MATRIX = [
     ("csv", "empty", ("empty",)),
     ("csv", "header-only", ("no data rows",)),
     ("csv", "one-row", ("1 data row", "at least 2")),
-    ("csv", "1e38", ("row 4", "1e38", "2^120")),  # the file's 4th line
+    ("csv", "1e38", ("data row 3 (file line 4)", "1e38", "2^120")),
     ("flag", ("--eta", "-1"), ("--eta",)),
     ("flag", ("--delta", "2"), ("--delta", "[0, 1]")),
     ("flag", ("--time-limit", "0"), ("--time-limit",)),

@@ -128,6 +128,7 @@ def test_report_of_an_inconclusive_certificate(zoo_model, tmp_path):
     text = " ".join(page.text)
     assert "Inconclusive." in text and "the two files are identical" in text
     assert "every pair UNKNOWN" in text
+    assert "Time limit reached" in text and "a longer run may certify a smaller model" in text
 
 
 def test_report_of_an_older_certificate(eta_delta, tmp_path):

@@ -198,6 +198,8 @@ def build_certificate(
             accuracy_original=float(np.mean(pred_o == y)),
             accuracy_compressed=float(np.mean(pred_c == y)),
             seconds=r.seconds,
+            stop_reason=None if r.stop is None else str(r.stop),
+            time_limit_reached=None if r.stop is None else r.stop.time_limit,
         ),
     )
 

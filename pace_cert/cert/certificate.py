@@ -25,7 +25,8 @@ SCHEMA_VERSION = "1.6"  # 1.1: summary.size_lower_bound; 1.2: boundary witnesses
 # which verify cannot replay), data (the training CSV's hash), region.coverage;
 # 1.5: original/compressed family, estimators and input_transform (a Pipeline's
 # Scaler/Imputer folded into the split thresholds); 1.6: summary.pruning_bound (points,
-# cuts and multipliers verify re-checks)
+# cuts and multipliers verify re-checks), summary.stop_reason and
+# summary.time_limit_reached (optional)
 Label = int | str
 
 
@@ -338,6 +339,17 @@ class Summary(_Strict):
     accuracy_original: float
     accuracy_compressed: float
     seconds: float
+    stop_reason: str | None = Field(
+        default=None,
+        description="why the run ended, in plain words: the plan step that decided it, a "
+        "colon, and its reason (schema 1.6; null in a certificate written while the run "
+        "went on, and in older certificates)",
+    )
+    time_limit_reached: bool | None = Field(
+        default=None,
+        description="true when the time limit ended the run (it did not end by itself): a "
+        "longer run may certify a smaller model (schema 1.6; null as for stop_reason)",
+    )
 
 
 class DataSummary(_Strict):
@@ -448,22 +460,41 @@ SCALING_DERIVATION = (
 )
 
 
-def bound_line(summary: Summary, depth: int) -> str:
-    """One line (with newline) on ``summary.size_lower_bound`` for a certified result of
-    an original of depth ``depth``; empty when there is no bound."""
+def bound_lines(summary: Summary, depth: int) -> list[str]:
+    """What a run proved about the size of faithful models of depth <= ``depth`` (the
+    original's), one line per lower bound (today: ``summary.size_lower_bound``); said
+    plainly when nothing useful was proved (no bound, or a bound of 1 tree)."""
     b = summary.size_lower_bound
-    if b is None or not summary.certified:
-        return ""
-    what = "minimal" if b >= summary.trees_after else "lower bound"
+    if b is None or b <= 1:
+        return [
+            "lower bound: 1 tree (nothing useful proved for models of depth <= "
+            f"{depth} in this region)"
+        ]
     how = (
         f" ({len(summary.boundary_witnesses)} boundary witnesses)"
         if summary.witness_bound is not None and summary.witness_bound >= b
         else ""
     )
-    return (
-        f"{what}: no faithful model of fewer than {b} trees of depth <= {depth} in the "
-        f"region{how}\n"
-    )
+    what = "minimal" if b >= summary.trees_after else "lower bound"
+    return [
+        f"{what}: no faithful model of fewer than {b} trees of depth <= {depth} in the region{how}"
+    ]
+
+
+def pruning_bound_lines(summary: Summary) -> list[str]:
+    """The pruning lower bound (``summary.pruning_bound``) in one line; none when the
+    run did not compute it."""
+    pb = summary.pruning_bound
+    if pb is None:
+        return []
+    minimal = summary.certified and summary.trees_after <= pb.value
+    what = "minimal among prunings" if minimal else "pruning lower bound"
+    exact = " (the minimum on them)" if pb.meets_points == pb.value else ""
+    return [
+        f"{what}: no faithful pruning keeps fewer than {pb.value} of the "
+        f"{summary.trees_before} original trees ({len(pb.points)} region points, "
+        f"{len(pb.cuts)} cuts{exact}; verify re-checks it)"
+    ]
 
 
 def write_schema(path: str | Path) -> None:

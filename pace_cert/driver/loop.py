@@ -71,11 +71,13 @@ def faithful_loop(
     for it in range(1, rounds + 1):
         sol = solve(state.matrix(learners))
         if sol is None:
+            state.record_stop(phase, "its master found no candidate meeting the samples")
             return done(PhaseResult.nothing(it, gave_up=True))
         if it == 1:
             first.append(sol.objective)
         cand, keep = state.candidate(sol, learners) if make is None else make(sol)
         if budget.expired():
+            state.record_stop(phase, "its share of the time ran out")
             return done(PhaseResult.nothing(it))
         sm, e_req = ScoreModel.from_ensemble(cand), required_margin(cand)
         results = scr.screen(sm, e_req, search.enumeration_per_pair) if screen else []
@@ -109,6 +111,11 @@ def faithful_loop(
         )
         if not found:
             certified = proved == len(results)
+            if not certified:
+                state.record_stop(
+                    phase,
+                    f"CP-SAT settled {proved} of {len(results)} label pairs in the time it had",
+                )
             return done(
                 PhaseResult(
                     cand if certified else None,
@@ -138,7 +145,15 @@ def faithful_loop(
                 f"{float(on_found.min()):.3g}, float32 guard "
                 f"{e_req:.3g}, status {sol.status}); stopping"
             )
-            return done(PhaseResult(None, [], it, False, sol.objective, sol.optimal))
+            state.record_stop(
+                phase,
+                f"its master's smallest margin on the samples ({low:.3g}) is below the "
+                f"float32 guard of its model ({e_req:.3g}): the oracle can only return "
+                "samples it has already, so it cannot certify",
+            )
+            res = PhaseResult(None, [], it, False, sol.objective, sol.optimal, stuck=True)
+            return done(res)
+    state.record_stop(phase, f"{rounds} rounds without a certified model")
     return done(PhaseResult.nothing(rounds))
 
 

@@ -17,6 +17,20 @@ from pace_cert.region.witness import Witness
 STOP_PROVED_MINIMAL = "not run: the certified model is proved minimal"
 
 
+@dataclass(frozen=True)
+class StopReason:
+    """Why the run ended, in plain words: the plan ``step`` that decided it and its
+    ``reason``. ``time_limit``: the time limit ended it (the run did not end by itself,
+    so a longer run may certify a smaller model)."""
+
+    step: str
+    reason: str
+    time_limit: bool = False
+
+    def __str__(self) -> str:
+        return f"{self.step}: {self.reason}"
+
+
 @dataclass
 class HistoryEntry:
     """A separating sample the oracle returned: the phase (its first word: ``l0``
@@ -49,6 +63,7 @@ class PhaseResult:
     screened: bool = False  # certify=False: the screen found nothing (no CP-SAT proof)
     first_objective: float | None = None  # master value of the first round (its samples)
     gave_up: bool = False  # the master had no candidate (e.g. none within a size budget)
+    stuck: bool = False  # the samples it met only below the float32 guard came back
 
     @classmethod
     def nothing(cls, rounds: int = 0, *, gave_up: bool = False) -> PhaseResult:
@@ -103,6 +118,7 @@ class CompressResult:
     merged: list[int] = field(default_factory=list)  # per compressed tree: learners summed
     original_trees: list[list[int]] = field(default_factory=list)  # per tree: original
     # trees (indices in the original) among them
+    stop: StopReason | None = None  # why the run ended (None: before the plan ran)
 
     @property
     def smaller(self) -> bool:

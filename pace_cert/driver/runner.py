@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 
@@ -17,25 +18,50 @@ from pace_cert.budget import Budget
 from pace_cert.driver.phases.pruning_bound import prove_bound
 from pace_cert.driver.phases.witness_bound import update_witness_bound
 from pace_cert.driver.plans import PLANS, Plan
-from pace_cert.driver.result import CompressResult
+from pace_cert.driver.result import CompressResult, StopReason
 from pace_cert.driver.state import Progress, RunState
 from pace_cert.model.ensemble import Ensemble
 from pace_cert.region.margins import required_margin
 from pace_cert.settings import CompressConfig
 
 
-def run_plan(state: RunState, plan: Plan) -> None:
-    """Run ``plan``'s steps in order on ``state``."""
+def run_plan(state: RunState, plan: Plan) -> StopReason:
+    """Run ``plan``'s steps in order on ``state``; returns why the run ended: proved
+    minimal (the step that made it so), the time limit (the step it ran out in), else
+    the reason the last step that ran recorded (:meth:`RunState.record_stop`)."""
+    expired_in: str | None = None
     for step in plan.steps:
         if not step.applies(state):
             continue
+        if not getattr(step, "bookkeeping", False):  # the step's own record overrides
+            state.record_stop(step.name, "it ran to its end, and no later step applies")
         budget = state.budget.share(step.share(state))
         for offer in step.run(state, budget):
             state.offer(offer)
             if _stop(state, plan):
-                return
+                return _minimal(state, step.name)
         if _stop(state, plan):
-            return
+            return _minimal(state, step.name)
+        if expired_in is None and state.budget.expired():
+            expired_in = step.name
+    if expired_in is not None:
+        limit = state.cfg.time_limit
+        return StopReason(
+            expired_in,
+            "the time limit" + ("" if limit is None else f" ({limit:g} s)") + " ran out",
+            time_limit=True,
+        )
+    if state.stop_reason is not None:
+        return state.stop_reason
+    return StopReason(plan.mode, "no step of the plan applies")
+
+
+def _minimal(state: RunState, step: str) -> StopReason:
+    return StopReason(
+        step,
+        f"the {state.best_size()}-tree model is proved minimal: no faithful model of fewer "
+        "trees exists in this region",
+    )
 
 
 def _stop(state: RunState, plan: Plan) -> bool:
@@ -80,17 +106,17 @@ def compress(
         f"original: {original.n_trees} trees, {original.n_classes} classes; "
         f"{len(state.X)} distinct samples in the region ({state.samples_dropped} rows dropped)"
     )
-    run_plan(state, PLANS[cfg.mode])
+    stop = run_plan(state, PLANS[cfg.mode])
     if share > 0:
         state.pruning_bound = prove_bound(state, budget)
-    return result(state)
+    return result(state, stop)
 
 
-def result(state: RunState) -> CompressResult:
+def result(state: RunState, stop: StopReason | None = None) -> CompressResult:
     """The run's result: the smallest certified model, or the original; the boundary
-    witnesses among the last samples are counted first."""
+    witnesses among the last samples are counted first. ``stop``: why the run ended."""
     update_witness_bound(state)
-    return snapshot(state)
+    return replace(snapshot(state), stop=stop)
 
 
 def snapshot(state: RunState) -> CompressResult:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from pace_cert.budget import Budget
-from pace_cert.driver.result import HistoryEntry, Offer, PhaseResult
+from pace_cert.driver.result import HistoryEntry, Offer, PhaseResult, StopReason
 from pace_cert.errors import EmptyRegion
 from pace_cert.learners import merge
 from pace_cert.learners.pool import fold, leaf_values
@@ -101,6 +101,9 @@ class RunState:
     stats: RunStats = field(default_factory=RunStats)
     on_improve: Callable[[], None] | None = None  # called when ``best`` changes
     on_bound: Callable[[int], None] | None = None  # called when ``size_bound`` rises
+    # why the last step or loop that ended on its own ended (the runner's final word
+    # may differ: proved minimal, time limit); see :meth:`record_stop`
+    stop_reason: StopReason | None = None
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -268,6 +271,11 @@ class RunState:
         """The best certified model has as few trees as the proved lower bound."""
         size = self.best_size()
         return size is not None and self.size_bound is not None and self.size_bound >= size
+
+    def record_stop(self, step: str, reason: str) -> None:
+        """A step or loop ended for ``reason`` (plain words): the run's stop reason if
+        nothing after it decides otherwise."""
+        self.stop_reason = StopReason(step, reason)
 
     def say_minimal(self) -> None:
         self.say(

@@ -30,9 +30,11 @@ class Step(Protocol):
 
 
 class BaseStep:
-    """Defaults: the step always applies and may spend all the time left."""
+    """Defaults: the step always applies and may spend all the time left.
+    ``bookkeeping``: a side step (bounds) that never decides why a run ends."""
 
     name = "step"
+    bookkeeping = False
 
     def applies(self, state: RunState) -> bool:
         return True

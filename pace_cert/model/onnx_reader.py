@@ -42,7 +42,7 @@ from pace_cert.errors import InputError
 from pace_cert.model.ensemble import (
     Ensemble,
 )
-from pace_cert.model.input_transform import find_prefix, fold_input, strip_prefix
+from pace_cert.model.input_transform import TREE_OPS, find_prefix, fold_input, strip_prefix
 from pace_cert.model.onnx_graph import (
     NoMatch,
     OnnxModelInfo,
@@ -85,6 +85,14 @@ def load_onnx(path: str | Path) -> onnx.ModelProto:
 def read_ensemble(path: str | Path) -> tuple[Ensemble, OnnxModelInfo]:
     """Read ``path`` into the IR; unsupported or malformed models raise InputError."""
     model = load_onnx(path)
+    if not any(n.op_type in TREE_OPS for n in model.graph.node):
+        ops = ", ".join(dict.fromkeys(n.op_type for n in model.graph.node))
+        raise InputError(
+            None,
+            f"no tree ensemble found in {path} (its graph has no TreeEnsembleClassifier "
+            f"or TreeEnsemble node, only {ops}); pace-cert compresses tree-ensemble "
+            "classifiers",
+        )
     try:
         return ensemble_from_model(model)
     except UnsupportedModel as e:

@@ -15,7 +15,7 @@ what else was measured: docs/decisions/0012-eliminate-on-large-domains.md.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Set
 
 import numpy as np
 
@@ -96,11 +96,13 @@ def offsets_without(state: RunState, kept: list[int] | np.ndarray) -> np.ndarray
     return base - base[0]
 
 
-def removal(state: RunState, A: np.ndarray, kept: list[int], step: int) -> list[int] | None:
+def removal(
+    state: RunState, A: np.ndarray, kept: list[int], step: int, skip: Set[int] = frozenset()
+) -> list[int] | None:
     """Up to ``step`` trees of ``kept`` whose removal (one at a time, each time the one
     that keeps the smallest margin row largest) leaves every margin row positive; None
     when not even one can go. ``A``: margin rows of the original trees on the samples
-    (offset columns last)."""
+    (offset columns last); trees in ``skip`` are never removed."""
     n = state.original.n_trees
     w = np.asarray(state.original.weights, np.float64)
     mid = midranges(state.original)
@@ -116,6 +118,7 @@ def removal(state: RunState, A: np.ndarray, kept: list[int], step: int) -> list[
         scale = np.array([_scale(state, np.array([u for u in cur if u != t])) for t in cur])
         rows = rest * scale + off[:, None] + mid_rows[:, cur]
         low = rows.min(axis=0) if len(A) else np.ones(len(cur))
+        low[[i for i, t in enumerate(cur) if t in skip]] = -np.inf
         j = int(np.argmax(low))
         if not low[j] > 0:
             break
@@ -135,9 +138,12 @@ class _Master:
         self.kept = list(range(n))
         self.step = max(1, n // 4)
         self.proposed: list[int] = []  # the trees the last solve kept
+        # trees whose one-tree removal from ``kept`` met a sample only below the float32
+        # guard: no further round can certify it, so it is not proposed again
+        self.stuck: set[int] = set()
 
     def solve(self, A: np.ndarray) -> MasterSolution | None:
-        out = removal(self.state, A, self.kept, self.step)
+        out = removal(self.state, A, self.kept, self.step, self.stuck)
         if out is None:
             return None
         original = self.state.original
@@ -182,17 +188,28 @@ class Eliminate(BaseStep):
                 state, "l0-eliminate", master.solve, learners, budget, max_rounds=ROUNDS
             )
             if res.certified and res.model is not None:
-                master.kept = master.proposed
+                master.kept, master.stuck = master.proposed, set()
                 state.say(f"[eliminate] certified {res.model.n_trees} trees (step {master.step})")
                 yield Offer(res, "eliminate")
                 continue
             if master.step > 1:
                 master.step //= 2
                 continue
+            if res.stuck:  # this removal cannot be certified: try the others
+                master.stuck |= set(master.kept) - set(master.proposed)
+                continue
             # one tree at a time: the refutations' samples steer the next choice, so
             # keep trying while some removal still meets every sample and is new
             proposal = tuple(master.proposed)
             if res.gave_up or proposal in refuted:
+                kept, stuck = len(master.kept), len(master.stuck)
+                below = f" ({stuck} met a sample only below the float32 guard)" if stuck else ""
+                state.record_stop(
+                    self.name,
+                    f"no removal of one more of its {kept} trees meets every sample{below}"
+                    if res.gave_up
+                    else f"the removal of one more of its {kept} trees was refuted again",
+                )
                 break
             refuted.add(proposal)
 

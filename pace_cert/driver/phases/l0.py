@@ -40,6 +40,11 @@ def _offer_l0(state: RunState, res: PhaseResult, name: str) -> Offer:
     optimal on the samples (no faithful weighting of the pool has fewer learners)."""
     if res.certified and res.optimal and res.model is not None:
         state.stats.l0_proved = res.model.n_trees
+        state.record_stop(
+            name,
+            f"its {res.model.n_trees}-learner support is proved optimal on the samples: "
+            "no weighting of fewer of these learners meets them",
+        )
     return Offer(res, name)
 
 

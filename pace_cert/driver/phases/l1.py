@@ -56,6 +56,12 @@ def l1_loop(
         return s
 
     res = faithful_loop(state, "l1", solve, learners, budget, certify=certify)
+    if stall and full[0] >= STALL_ROUNDS:
+        state.record_stop(
+            "l1",
+            f"its support used {FULL_SUPPORT:.0%} of the {len(learners)} learners for "
+            f"{STALL_ROUNDS} rounds in a row: its model would not be smaller",
+        )
     if res.objective is not None:
         state.l1_values.append(res.objective)
     return res, (last[0] if last else None)

@@ -115,6 +115,7 @@ class SynthBound(BaseStep):
     """Right after pruning: proofs of a lower bound on the size (no candidates)."""
 
     name = "synth-bound"
+    bookkeeping = True  # proofs only: never the reason a run ends
 
     def applies(self, state: RunState) -> bool:
         return _synth_on(state)

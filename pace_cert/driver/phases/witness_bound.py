@@ -52,6 +52,7 @@ def update_witness_bound(state: RunState) -> None:
 
 class WitnessBound(BaseStep):
     name = "witness-bound"
+    bookkeeping = True  # never the reason a run ends (see runner.run_plan)
 
     def run(self, state: RunState, budget: Budget) -> Iterator[Offer]:
         update_witness_bound(state)
