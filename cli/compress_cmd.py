@@ -192,7 +192,8 @@ def compress_summary(res: CompressOutcome, cfg: Any, model: Path) -> str:
     """What compress prints on stdout: the result, the region's coverage of the data,
     and for an unchanged original (exit 2) what that means and what to try."""
     from pace_cert.cert.certificate import bound_line
-    from pace_cert.cert.coverage import coverage_line, tie_band_line
+    from pace_cert.cert.coverage import coverage_line, missing_lines, tie_band_line
+    from pace_cert.cert.words import narrowing_lines
 
     cert = res.certificate
     s, reg = cert.summary, cert.region
@@ -218,7 +219,10 @@ def compress_summary(res: CompressOutcome, cfg: Any, model: Path) -> str:
         lines.append("region: " + coverage_line(reg.coverage, reg.eta, reg.delta))
         if tie := tie_band_line(reg.coverage, reg.runtime_guard):
             lines.append(tie)
-    lines.append(f"domain: {domain_line(reg.domain, 'the training min/max')}")
+    lines += missing_lines(cert)
+    names = cert.data.feature_names if cert.data is not None else None
+    lines.append(f"domain: {domain_line(reg.domain, 'the training min/max', names)}")
+    lines += narrowing_lines(reg.domain, names)
     lines.append(f"wrote {comp} and {cert_path}")
     return "\n".join(lines)
 
