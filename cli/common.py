@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
+from pace_cert.cert.words import feature_list
 from pace_cert.errors import PaceError
 
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")]
@@ -71,13 +72,19 @@ def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=1, default=str) + "\n")
 
 
-def domain_line(dom: dict, box: str) -> str:
+def domain_line(dom: dict, box: str, names: list[str] | None = None) -> str:
     """One line saying which inputs the certificate covers (``box``: what the bounds
-    are, when there are any)."""
+    are, when there are any; ``names``: the training CSV's feature columns, in model
+    order, to name the binary and integer features)."""
     n = len(dom.get("cells_per_feature", []))
-    nb, ni = len(dom.get("binary_features", [])), len(dom.get("integer_features", []))
-    parts = [f"{nb} binary ({{0,1}})"] if nb else []
-    parts += [f"{ni} integer-valued"] if ni else []
+    binary, integer = dom.get("binary_features", []), dom.get("integer_features", [])
+    nb, ni = len(binary), len(integer)
+    parts = [f"{nb} binary ({{0,1}}{_listed(binary, names, ': ')})"] if nb else []
+    parts += [f"{ni} integer-valued{_listed(integer, names, ' (', ')')}"] if ni else []
     parts += [f"{n - nb - ni} any float32"] if n - nb - ni else []
     within = f" within {box}" if dom.get("bounds") else ""
     return f"{n} features: " + ", ".join(parts) + within + " (NaN excluded)"
+
+
+def _listed(features: list[int], names: list[str] | None, pre: str, post: str = "") -> str:
+    return f"{pre}{feature_list(features, names)}{post}" if names else ""

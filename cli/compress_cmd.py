@@ -196,7 +196,8 @@ def compress_summary(res: CompressOutcome, cfg: Any, model: Path) -> str:
     """What compress prints on stdout: the result, the region's coverage of the data,
     and for an unchanged original (exit 2) what that means and what to try."""
     from pace_cert.cert.certificate import bound_lines, pruning_bound_lines
-    from pace_cert.cert.coverage import coverage_line, tie_band_line
+    from pace_cert.cert.coverage import coverage_line, missing_lines, tie_band_line
+    from pace_cert.cert.words import narrowing_lines
     from pace_cert.estimate import placement
 
     cert = res.certificate
@@ -226,7 +227,10 @@ def compress_summary(res: CompressOutcome, cfg: Any, model: Path) -> str:
         lines.append("region: " + coverage_line(reg.coverage, reg.eta, reg.delta))
         if tie := tie_band_line(reg.coverage, reg.runtime_guard):
             lines.append(tie)
-    lines.append(f"domain: {domain_line(reg.domain, 'the training min/max')}")
+    lines += missing_lines(cert)
+    names = cert.data.feature_names if cert.data is not None else None
+    lines.append(f"domain: {domain_line(reg.domain, 'the training min/max', names)}")
+    lines += narrowing_lines(reg.domain, names)
     if res.stop is not None and not _why_is_the_stop(res):
         lines.append(f"stopped: {res.stop.step}: {res.stop.reason}")
     if res.timed_out and res.exit_code == 0:

@@ -99,7 +99,7 @@ def _verify_text(rep: Any) -> str:
         lines.append(f"certificate: {what}{same}")
     if rep.domain is not None:
         box = "the bounds the certificate states (--data counts rows outside them)"
-        lines.append(f"domain: {domain_line(rep.domain, box)}")
+        lines.append(f"domain: {domain_line(rep.domain, box, rep.feature_names)}")
     if rep.region is not None:
         lines.append(f"region: {_region_line(rep.region)}")
     if rep.data_rows is not None:
@@ -116,6 +116,7 @@ def _verify_text(rep: Any) -> str:
                 else ""
             )
         )
+        lines += _missing_lines(rep)
     if rep.probe_points is not None:
         lines.append(
             f"probe: {rep.probe_points} random points near the data replayed, "
@@ -141,4 +142,20 @@ def _region_line(reg: dict) -> str:
     conf = f"original's margin > {reg['margin_threshold']:.6g} ({eta})"
     if reg["delta_abs"] is None:
         return conf + "; no plausibility bound (delta 0)"
-    return conf + f"; plausibility A(x) >= {reg['delta_abs']:.6g} (delta {reg['delta']:g})"
+    from pace_cert.cert.words import plausibility_words
+
+    words = plausibility_words(reg["delta_abs"], reg["delta"])
+    return conf + f"; plausibility (delta {reg['delta']:g}) {words}"
+
+
+def _missing_lines(rep: Any) -> list[str]:
+    """The rows of --data with missing values: outside every proof, and how many of
+    them the compressed model labels differently."""
+    from pace_cert.cert.coverage import missing_changes_line
+
+    if not rep.data_missing:
+        return []
+    return [
+        f"{rep.data_missing} rows with missing values: outside every proof",
+        missing_changes_line(rep.data_missing_changed, rep.data_missing),
+    ]

@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from pace_cert.budget import Budget
-from pace_cert.data import Dataset, read_csv
+from pace_cert.data import read_csv
 from pace_cert.errors import EmptyRegion, InputError
 from pace_cert.model.onnx_reader import load_onnx, read_ensemble
 from pace_cert.model.onnx_writer import ensemble_to_onnx
@@ -108,13 +110,10 @@ def run_compress(
     if progress is not None:
         progress(estimate.line())
     data = read_csv(data_path, ensemble.classes, ensemble.n_features, target)
-    if len(data.X) < 2:
-        raise InputError(
-            data_path,
-            "has 1 data row; compress needs at least 2 (the feature domain and the "
-            "plausibility region are inferred from the training rows)",
-        )
-    _check_region_not_empty(ensemble, data, data_path, cfg)
+    X_fit = data.X[data.complete]  # the region is built from the rows without NaN only
+    if len(X_fit) < 2:
+        raise InputError(data_path, _too_few_rows(len(data.X), len(X_fit)))
+    _check_region_not_empty(ensemble, X_fit, data_path, cfg)
     created = not out_dir.exists()
     prepare_out_dir(out_dir)
     from pace_cert.cert.coverage import coverage, coverage_line
@@ -124,7 +123,9 @@ def run_compress(
         budget = Budget.seconds(cfg.time_limit)
 
     output = OutputDir(out_dir) if output is None else output
-    render = _Renderer(cfg, model_path, original_bytes, info, out_dir, data, data_path, target)
+    render = _Renderer(
+        cfg, model_path, original_bytes, info, out_dir, data, data_path, target, ensemble.classes
+    )
 
     def commit(res: CompressResult) -> Certificate:
         files, committed, cert = render.files(res)
@@ -135,7 +136,7 @@ def run_compress(
 
     try:
         result = compress(
-            ensemble, data.X, cfg, progress, budget, on_improve=commit, on_bound=on_bound
+            ensemble, X_fit, cfg, progress, budget, on_improve=commit, on_bound=on_bound
         )
     except EmptyRegion as e:  # the plausibility bound removed the last rows
         if created and output.committed is None:
@@ -165,15 +166,29 @@ def run_compress(
     )
 
 
-def _check_region_not_empty(ensemble, data: Dataset, data_path: Path, cfg: CompressConfig) -> None:
-    """Bad input when no training row has an original margin above the region's c_o
-    (the plausibility bound can only remove more rows; the driver's first commit is
-    checked for that). The training rows always lie in the domain inferred from them."""
+def _too_few_rows(n: int, complete: int) -> str:
+    why = (
+        "(the feature domain and the plausibility region are inferred from the training "
+        "rows without missing values)"
+    )
+    if n == complete:
+        return f"has {n} data row; compress needs at least 2 {why}"
+    return (
+        f"has {complete} data row{'s' if complete != 1 else ''} without missing values "
+        f"(of {n}); compress needs at least 2 {why}"
+    )
+
+
+def _check_region_not_empty(ensemble, X: np.ndarray, data_path: Path, cfg: CompressConfig) -> None:
+    """Bad input when no training row (``X``: those without missing values) has an
+    original margin above the region's c_o (the plausibility bound can only remove more
+    rows; the driver's first commit is checked for that). The training rows always lie
+    in the domain inferred from them."""
     c_o = region_margin(ensemble, cfg.eta)
-    if margin_mask(ensemble, data.X, c_o).any():
+    if margin_mask(ensemble, X, c_o).any():
         return
-    n = len(data.X)
-    if not margin_mask(ensemble, data.X, ensemble.runtime_guard).any():
+    n = len(X)
+    if not margin_mask(ensemble, X, ensemble.runtime_guard).any():
         why = (
             f"on all {n} rows the original's margin is within its float32 noise floor "
             f"({ensemble.runtime_guard:.3g}: the tie band), which no region covers"
@@ -196,20 +211,38 @@ class _Renderer:
     unless a smaller model was certified), the plausibility artifact, the certificate."""
 
     def __init__(
-        self, cfg, model_path, original_bytes, info, out_dir, data, data_path, target
+        self, cfg, model_path, original_bytes, info, out_dir, data, data_path, target, classes
     ) -> None:
         from pace_cert.cert.certificate import DataSummary
 
         self.cfg, self.model_path, self.original_bytes = cfg, model_path, original_bytes
         self.info, self.out_dir, self.data = info, out_dir, data
+        self.data_classes = classes
         self.original_sha = hashlib.sha256(original_bytes).hexdigest()
         self.data_summary = DataSummary(
             path=str(data_path),
             sha256=_sha256_file(data_path),
             rows=len(data.X),
             target=target,
+            feature_names=list(data.feature_names),
         )
         self._coverage: Coverage | None = None
+        self._missing_original: np.ndarray | None = None
+
+    def missing_labels(self, comp_bytes: bytes) -> tuple[np.ndarray, np.ndarray] | None:
+        """onnxruntime's labels (class indices) of the original and of the model
+        ``comp_bytes`` on the rows with missing values (None when there are none): the
+        IR has no NaN semantics, onnxruntime's labels are the ones that count."""
+        if not self.data.n_missing:
+            return None
+        from pace_cert.model.runtime import class_indices, session
+
+        Xm, classes = self.data.X[~self.data.complete], self.data_classes
+        if self._missing_original is None:
+            self._missing_original = class_indices(session(self.original_bytes), Xm, classes)
+        if comp_bytes is self.original_bytes:
+            return self._missing_original, self._missing_original
+        return self._missing_original, class_indices(session(comp_bytes), Xm, classes)
 
     def coverage(self, result: CompressResult) -> Coverage:
         """Where the training rows lie (the region is the same in every result)."""
@@ -261,6 +294,7 @@ class _Renderer:
             self.data,
             self.data_summary,
             self.coverage(result),
+            self.missing_labels(comp_bytes),
         )
         files["certificate.json"] = (cert.model_dump_json(indent=1) + "\n").encode()  # last
         s = cert.summary

@@ -1,6 +1,10 @@
 """Training data: CSV with a header row, feature columns in the model's input order and
 a target column holding labels the model knows. Every problem is an InputError (exit 3)
-that names the file, the row and the column."""
+that names the file, the row and the column.
+
+A feature cell that is empty or reads as NaN (``nan``, ``NaN``) is a missing value: the
+row is kept (NaN in X) and lies outside every proof (NaN is excluded from every
+region); the target must be present in every row, and +-inf stays bad input."""
 
 from __future__ import annotations
 
@@ -24,6 +28,16 @@ class Dataset:
     X: np.ndarray  # float32 [n, n_features]
     y: np.ndarray  # class indices into the model's classes, int64 [n]
     feature_names: list[str]
+
+    @property
+    def complete(self) -> np.ndarray:
+        """bool [n]: rows without a missing value (the only rows the region is built from)."""
+        return ~np.isnan(self.X).any(axis=1)
+
+    @property
+    def n_missing(self) -> int:
+        """Rows with at least one missing value (NaN)."""
+        return int((~self.complete).sum())
 
 
 def read_csv(
@@ -68,20 +82,21 @@ def read_csv(
             raise InputError(p, f"{where} has {len(r)} columns, the header has {len(header)}")
         for j, c in enumerate(feat_cols):
             try:
-                v = float(r[c])
+                v = float(r[c]) if r[c].strip() else np.nan  # empty: a missing value
             except ValueError:
                 raise InputError(
                     p, f"{where}, column {header[c]!r}: {r[c]!r} is not a number"
                 ) from None
-            if not np.isfinite(v):
+            if np.isinf(v):
                 raise InputError(p, f"{where}, column {header[c]!r}: {r[c]!r} is not finite")
             X[i, j] = v
         labels.append(r[t_col].strip())
     with np.errstate(over="ignore"):
         X32 = X.astype(np.float32)
-    if not np.isfinite(X32).all():
+    if np.isinf(X32).any():
         raise InputError(p, "a value overflows float32")
-    big = np.argwhere(np.abs(X) > MAX_ABS_VALUE)
+    with np.errstate(invalid="ignore"):
+        big = np.argwhere(np.abs(X) > MAX_ABS_VALUE)
     if len(big):
         r, j = (int(v) for v in big[0])
         raise InputError(

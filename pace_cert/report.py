@@ -15,6 +15,8 @@ from pathlib import Path
 
 from pace_cert.cert.certificate import Certificate
 from pace_cert.cert.claims import claim_catalog, synthesis_part
+from pace_cert.cert.coverage import missing_lines
+from pace_cert.cert.words import narrowing_lines, plausibility_words
 from pace_cert.errors import InputError
 from pace_cert.report_plots import (
     COVERAGE_COLOURS,
@@ -72,9 +74,11 @@ def render(cert: Certificate, source: str = "certificate.json") -> str:
     """The report of ``cert`` as one HTML document."""
     s = cert.summary
     sections = [
+        _summary_paragraph(cert),
         _verdict(cert),
         _models(cert),
         _region(cert),
+        _technical(cert),
         _sizes(cert),
         _proofs(cert),
         _history(cert),
@@ -134,7 +138,9 @@ def _region_words(cert: Certificate) -> str:
         f"{r.eta_units})"
     ]
     if r.delta_abs is not None:
-        parts.append(f"whose plausibility A(x) is at least {r.delta_abs:.6g} (delta {r.delta:g})")
+        parts.append(
+            f"whose plausibility (delta {r.delta:g}) is {plausibility_words(r.delta_abs, r.delta)}"
+        )
     return "in the domain " + " and ".join(parts)
 
 
@@ -170,6 +176,7 @@ def _models(cert: Certificate) -> str:
 def _region(cert: Certificate) -> str:
     r = cert.region
     dom = r.domain
+    names = _feature_names(cert)
     n = len(dom.get("cells_per_feature", []))
     rows = [
         ("input semantics", esc(cert.input_semantics)),
@@ -191,14 +198,15 @@ def _region(cert: Certificate) -> str:
     rows += [
         (
             "domain",
-            f"{n} features; binary: {esc(_ints(dom.get('binary_features', [])) or 'none')}; "
-            f"integer: {esc(_ints(dom.get('integer_features', [])) or 'none')}; bounds: "
+            f"{n} features; binary: {esc(_named(dom.get('binary_features', []), names))}; "
+            f"integer: {esc(_named(dom.get('integer_features', []), names))}; bounds: "
             + ("training min/max box" if dom.get("bounds") else "none (every float32)")
             + "; NaN excluded",
         ),
         ("E_req (compressed margin)", f"{cert.scaling.compressed_margin:.6g}"),
     ]
     out = "<h2 id='region'>Region</h2>" + _table(("parameter", "value"), rows, raw=True)
+    out += _narrowing_notes(dom, names)
     out += "<h3>Coverage of the training data</h3>"
     if r.coverage is None:
         out += (
@@ -224,7 +232,7 @@ def _region(cert: Certificate) -> str:
             "onnxruntime's label is not fixed by the exact scores. No region covers them "
             "(eta = 0 included) and the compressed model may label them differently.</p>"
         )
-    return out
+    return out + _missing_notes(cert)
 
 
 def _sizes(cert: Certificate) -> str:
@@ -425,6 +433,192 @@ def _run_record(cert: Certificate) -> str:
         ("scaling", f"{cert.scaling.method} ({cert.scaling.bits} bits)"),
     ]
     return "<h2 id='run'>Run record (stated)</h2>" + _table(("", ""), rows)
+
+
+# ---------------------------------------------------------------- for the auditor
+
+
+def _summary_paragraph(cert: Certificate) -> str:
+    """The first paragraph, in plain words: what was proved, over which inputs, how many
+    of the data rows that covers, whether the time limit cut the run, and how far the
+    compressed model may be from the smallest possible."""
+    s, r = cert.summary, cert.region
+    if s.certified:
+        what = (
+            f"<b>What was proved.</b> The compressed model ({s.trees_after} trees, down from "
+            f"{s.trees_before}) gives the same label as the original model for every input "
+            "in the region described next, as onnxruntime computes both; the solver CP-SAT "
+            f"proved it for each of the {len(cert.pairs)} ordered pairs of labels."
+        )
+    else:
+        what = (
+            "<b>What was proved.</b> Nothing smaller: the run certified no model with fewer "
+            f"than the original's {s.trees_before} trees, so the original was written "
+            "unchanged and the certificate claims no compression."
+        )
+    where = (
+        " <b>Over which inputs.</b> The region holds the inputs "
+        + _domain_words(cert)
+        + f" on which the original is confident: its score for its label beats every other "
+        f"class by more than eta = {r.eta:g} ({esc(r.eta_units)})"
+    )
+    if r.delta_abs is not None:
+        where += (
+            f", and which are typical: at least as typical as the {1 - r.delta:.0%} most "
+            f"typical training rows (delta = {r.delta:g}, by an isolation forest)"
+        )
+    where += ". Inputs with a missing value (NaN) are outside it."
+    data = ""
+    if r.coverage is not None and r.coverage.rows:
+        c = r.coverage
+        data = (
+            f" <b>The data.</b> Of the {c.rows} rows of the training data, {c.inside} "
+            f"({c.inside / c.rows:.0%}) lie inside the region; on the other "
+            f"{c.rows - c.inside} the two models may differ"
+            + (f" ({c.missing} of them have missing values)" if c.missing else "")
+            + "."
+        )
+    return (
+        "<p id='summary' class='summary'>"
+        + what
+        + where
+        + data
+        + _time_limit_words(cert)
+        + _minimal_words(cert)
+        + "</p>"
+    )
+
+
+def _domain_words(cert: Certificate) -> str:
+    dom = cert.region.domain
+    kept = []
+    if dom.get("binary_features"):
+        kept.append(f"{len(dom['binary_features'])} yes/no features at 0 or 1")
+    if dom.get("integer_features"):
+        kept.append(f"{len(dom['integer_features'])} count-like features at whole numbers")
+    words = "of every float32 value" + (f" ({', '.join(kept)})" if kept else "")
+    if dom.get("bounds"):
+        words += " within the training data's minimum and maximum of each feature"
+    return words
+
+
+def _time_limit_words(cert: Certificate) -> str:
+    """Whether the time limit cut the run (only when the certificate says)."""
+    reached = getattr(cert.summary, "time_limit_reached", None)
+    if reached is None:
+        return ""
+    if reached:
+        return (
+            " <b>Time limit.</b> The run's time limit was reached: a longer run may certify "
+            "a smaller model."
+        )
+    return " <b>Time limit.</b> The run ended on its own, before its time limit."
+
+
+def _minimal_words(cert: Certificate) -> str:
+    s = cert.summary
+    if not s.certified:
+        return ""
+    return " <b>How far from minimal.</b> " + _size_bound_words(s) + _pruning_words(s)
+
+
+def _size_bound_words(s) -> str:
+    b = s.size_lower_bound
+    if b is not None and b >= s.trees_after:
+        return f"It is minimal: no faithful model of fewer than {b} trees of the same depth exists."
+    if b is None or b <= 1:
+        return "No useful lower bound on the size of any faithful model was proved."
+    return (
+        f"No faithful model of fewer than {b} trees of the same depth exists, so the "
+        f"{s.trees_after} certified trees are at most {s.trees_after - b} more than the "
+        "smallest possible."
+    )
+
+
+def _pruning_words(s) -> str:
+    """The pruning bound in words (verify re-checks it)."""
+    pb = s.pruning_bound
+    if pb is None:
+        return ""
+    if s.trees_after <= pb.value:
+        return (
+            f" Among prunings of the original (keeping some of its trees) it is minimal: "
+            f"none with fewer than {pb.value} trees is faithful, a bound verify re-checks."
+        )
+    return (
+        f" No pruning of the original with fewer than {pb.value} trees is faithful (a bound "
+        f"verify re-checks): a pruning could be at most {s.trees_after - pb.value} trees "
+        "smaller."
+    )
+
+
+def _technical(cert: Certificate) -> str:
+    """The constants behind the proof, each with one sentence saying what it means."""
+    r, pairs = cert.region, cert.pairs
+    conflicts = [p.conflicts for p in pairs]
+    powers = sorted({p.scale_exp for p in pairs if p.status == "INFEASIBLE"})
+    rows = [
+        (
+            "E_req (compressed margin)",
+            f"{cert.scaling.compressed_margin:.6g}",
+            "Inside the region the compressed model's score for the original's label beats "
+            "every other class by more than this, which covers onnxruntime's float32 "
+            "rounding, so its label cannot flip.",
+        ),
+        (
+            "c_o (margin threshold)",
+            f"{r.margin_threshold:.6g}",
+            "An input is in the region only where the original's score for its label beats "
+            "every other class by more than this: c_o = max(eta x sigma, runtime guard), in "
+            "score units.",
+        ),
+        (
+            "delta_abs (plausibility threshold)",
+            "none" if r.delta_abs is None else f"{r.delta_abs:.6g}",
+            "delta = 0: no input is left out for being atypical."
+            if r.delta_abs is None
+            else "The region keeps the inputs with "
+            + plausibility_words(r.delta_abs, r.delta)
+            + ".",
+        ),
+        (
+            "CP-SAT conflicts",
+            f"{sum(conflicts)} in all, at most {max(conflicts, default=0)} for one pair",
+            "Dead ends the CP-SAT solver backed out of while proving the pairs: a measure of "
+            "how hard the proofs were, not of how strong they are.",
+        ),
+        (
+            "scaling power p",
+            "-" if not powers else ", ".join(map(str, powers)),
+            "Each pair's condition was multiplied by 2^p and rounded to integers for CP-SAT, "
+            "which needs integer coefficients; the rounding bound in the proof table covers "
+            "the rounding error.",
+        ),
+    ]
+    return "<h2 id='technical'>Technical details</h2>" + _table(
+        ("quantity", "value", "what it means"), rows
+    )
+
+
+def _feature_names(cert: Certificate) -> list[str] | None:
+    return cert.data.feature_names if cert.data is not None else None
+
+
+def _named(features: list[int], names: list[str] | None) -> str:
+    """Features by name with their index (by index alone without names)."""
+    if not features:
+        return "none"
+    if not names:
+        return _ints(features)
+    return ", ".join(f"{names[i]} ({i})" for i in features)
+
+
+def _narrowing_notes(dom: dict, names: list[str] | None) -> str:
+    return "".join(f"<p class='note'>{esc(line)}</p>" for line in narrowing_lines(dom, names))
+
+
+def _missing_notes(cert: Certificate) -> str:
+    return "".join(f"<p class='note'>{esc(line)}.</p>" for line in missing_lines(cert))
 
 
 # ---------------------------------------------------------------------------- plots

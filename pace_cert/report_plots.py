@@ -31,6 +31,7 @@ COVERAGE_COLOURS = {
     "implausible": "#ee8866",
     "tie_band": "#aa3377",
     "outside_domain": "#bbbbbb",
+    "missing": "#666666",
 }
 
 
@@ -40,6 +41,7 @@ COVERAGE_NAMES = {
     "implausible": "implausible (A(x) < delta_abs)",
     "tie_band": "float32 tie band (margin within the runtime guard)",
     "outside_domain": "outside the feature domain",
+    "missing": "missing values (NaN: outside every proof)",
 }
 
 

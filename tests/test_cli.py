@@ -181,8 +181,10 @@ def _csv_variant(src: Path, kind: str) -> tuple[str, tuple[str, ...]]:
         return text(header, rs), ("data row 5 (file line 6)", "columns")
     if kind == "non-numeric":
         return with_cell("abc"), ("data row 4 (file line 5)", header[2], "not a number")
-    if kind == "nan":
-        return with_cell("nan"), ("data row 4 (file line 5)", "not finite")
+    if kind == "empty-target":  # a row with a missing feature is kept, not one without a label
+        return with_cell("", col=-1), ("label ''", "not one of the model's classes")
+    if kind == "nan-target":
+        return with_cell("nan", col=-1), ("label 'nan'", "not one of the model's classes")
     if kind == "inf":
         return with_cell("-inf"), ("data row 4 (file line 5)", "not finite")
     if kind == "float32-overflow":
@@ -206,7 +208,8 @@ CSV_KINDS = [
     "too-many-columns",
     "ragged-row",
     "non-numeric",
-    "nan",
+    "empty-target",
+    "nan-target",
     "inf",
     "float32-overflow",
     "unknown-label",

@@ -7,6 +7,7 @@ holds the tables and plots, and the screenshot is not blank."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 from html.parser import HTMLParser
@@ -20,7 +21,18 @@ from pace_cert.cli.main import app
 
 runner = CliRunner()
 CHROMIUM = Path("/usr/bin/chromium")
-SECTIONS = ("models", "region", "sizes", "proofs", "history", "agreement", "claims", "learners")
+SECTIONS = (
+    "summary",
+    "models",
+    "region",
+    "technical",
+    "sizes",
+    "proofs",
+    "history",
+    "agreement",
+    "claims",
+    "learners",
+)
 
 
 def invoke(*args):
@@ -104,6 +116,98 @@ def test_report_holds_what_an_auditor_reads(eta_delta, tmp_path):
     assert text.count("INFEASIBLE") >= len(cert["pairs"])
     # the history plot has one bar segment per (round, pair) with samples
     assert html.count("round ") >= 2 and "separating samples per round" in html
+
+
+def _first_paragraph(html: str) -> str:
+    """The text of the page's first paragraph after the heading's note."""
+    start = re.search(r"<p id=[\"']summary[\"']", html).start()  # the browser writes "
+    return " ".join(parse(html[start : html.index("</p>", start) + 4]).text)
+
+
+def _expected_first_paragraph(cert: dict) -> list[str]:
+    s, cov = cert["summary"], cert["region"]["coverage"]
+    share = f"{cov['inside'] / cov['rows']:.0%}"
+    return [
+        "What was proved.",
+        f"The compressed model ({s['trees_after']} trees, down from {s['trees_before']}) "
+        "gives the same label as the original model for every input in the region",
+        "Over which inputs.",
+        f"beats every other class by more than eta = {cert['region']['eta']:g} (vote share)",
+        f"at least as typical as the {1 - cert['region']['delta']:.0%} most typical training rows",
+        f"Of the {cov['rows']} rows of the training data, {cov['inside']} ({share}) lie inside "
+        "the region",
+        "How far from minimal.",
+    ]
+
+
+def test_report_opens_with_a_paragraph_in_plain_words(eta_delta):
+    """Without a browser: the first paragraph (before every section) says what was
+    proved, over which inputs, how much of the data that covers, and how far from
+    minimal; the time limit only when the certificate records it."""
+    from pace_cert.cert.certificate import Certificate
+    from pace_cert.report import render
+
+    raw = (eta_delta.out / "certificate.json").read_text()
+    cert = Certificate.model_validate_json(raw)
+    html = render(cert)
+    assert html.index("<p id='summary'") < html.index("<h2")
+    first = _first_paragraph(html)
+    for words in _expected_first_paragraph(json.loads(raw)):
+        assert words in first, (words, first)
+    s = cert.summary
+    b = s.size_lower_bound
+    if b is not None and b >= s.trees_after:
+        assert f"It is minimal: no faithful model of fewer than {b} trees" in first
+    elif b is not None and b > 1:
+        assert f"at most {s.trees_after - b} more than the smallest possible" in first
+    else:
+        assert "no useful lower bound" in first
+    assert "Time limit" not in first  # the certificate does not say
+    object.__setattr__(s, "time_limit_reached", True)  # a newer certificate's field
+    first = _first_paragraph(render(cert))
+    assert "The run's time limit was reached: a longer run may certify a smaller model" in first
+    object.__setattr__(s, "time_limit_reached", False)
+    assert "before its time limit" in _first_paragraph(render(cert))
+
+
+def test_report_technical_details_say_what_each_constant_means(eta_delta):
+    from pace_cert.cert.certificate import Certificate
+    from pace_cert.report import render
+
+    cert = Certificate.model_validate_json((eta_delta.out / "certificate.json").read_text())
+    html = render(cert)
+    tech = html[html.index("<h2 id='technical'>") :]
+    tech = " ".join(parse(tech[: tech.index("</table>") + 8]).text)
+    r = cert.region
+    conflicts = sum(p.conflicts for p in cert.pairs)
+    for name, value, meaning in (
+        ("E_req", f"{cert.scaling.compressed_margin:.6g}", "so its label cannot flip"),
+        ("c_o", f"{r.margin_threshold:.6g}", "An input is in the region only where"),
+        ("delta_abs", f"{r.delta_abs:.6g}", "isolation-forest path-length score"),
+        ("CP-SAT conflicts", f"{conflicts} in all", "how hard the proofs were"),
+        ("scaling power p", str(cert.pairs[0].scale_exp), "multiplied by 2^p"),
+    ):
+        assert name in tech and value in tech and meaning in tech, (name, tech)
+    assert "higher is more typical" in tech
+
+
+def test_report_names_the_features_and_what_integer_infer_took(eta_delta):
+    """The domain by the CSV's column names (indices beside them), and the narrowing by
+    --binary / --integer infer with the flag that widens it."""
+    from pace_cert.cert.certificate import Certificate
+    from pace_cert.report import render
+
+    cert = Certificate.model_validate_json((eta_delta.out / "certificate.json").read_text())
+    names = eta_delta.data.read_text().splitlines()[0].split(",")[:-1]
+    assert cert.data is not None and cert.data.feature_names == names
+    text = " ".join(parse(render(cert)).text)
+    dom = cert.region.domain
+    kinds = [("binary", dom["binary_features"]), ("integer", dom["integer_features"])]
+    assert any(f for _, f in kinds)
+    for kind, feats in kinds:
+        if feats:
+            assert f"{names[feats[0]]} ({feats[0]})" in text
+            assert f"--{kind} infer" in text and f"--{kind} none certifies every float32" in text
 
 
 def test_report_is_self_contained(eta_delta, tmp_path):
@@ -201,6 +305,12 @@ def test_report_renders_in_chromium(eta_delta, tmp_path):
     assert dom.returncode == 0, dom.stderr[-2000:]
     page = parse(dom.stdout[dom.stdout.index("<html") :])
     assert set(SECTIONS) <= page.ids
+    # the first paragraph as the browser renders it, before every section
+    cert = json.loads((eta_delta.out / "certificate.json").read_text())
+    first = _first_paragraph(dom.stdout)
+    for words in _expected_first_paragraph(cert):
+        assert words in first, (words, first)
+    assert dom.stdout.index("What was proved.") < dom.stdout.index("<h2")
     assert page.tags.count("table") >= 8 and page.tags.count("svg") >= 3
     assert page.tags.count("rect") >= 10  # bars of the coverage, size and history plots
     shot = tmp_path / "report.png"

@@ -49,10 +49,13 @@ def build_certificate(
     data,
     data_summary: DataSummary | None = None,
     coverage: Coverage | None = None,
+    missing_labels: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> Certificate:
     """The certificate of result ``r`` (``data``: the training rows, a
     :class:`pace_cert.data.Dataset`; ``data_summary`` and ``coverage``: the CSV's hash
-    and where its rows lie, see :mod:`pace_cert.cert.coverage`). History points carry no
+    and where its rows lie, see :mod:`pace_cert.cert.coverage`; ``missing_labels``:
+    onnxruntime's labels (class indices) of the original and the compressed model on
+    the rows with missing values, in row order). History points carry no
     label of the candidate that met them: that model is gone, verify could not replay
     it."""
     classes = r.original.classes
@@ -98,8 +101,14 @@ def build_certificate(
                 )
             )
     X, y = data.X, data.y
-    pred_o = r.original.predict_index(X)
-    pred_c = comp.predict_index(X)
+    missing = np.isnan(X).any(axis=1)
+    pred_o, pred_c = np.zeros(len(X), np.int64), np.zeros(len(X), np.int64)
+    pred_o[~missing] = r.original.predict_index(X[~missing])
+    pred_c[~missing] = comp.predict_index(X[~missing])
+    missing_changes = None
+    if missing.any() and missing_labels is not None:  # NaN: onnxruntime's labels
+        pred_o[missing], pred_c[missing] = missing_labels
+        missing_changes = int((missing_labels[0] != missing_labels[1]).sum())
     n_new = sum(o == "new" for o in comp.origin)
     n = comp.n_trees
     learners = [
@@ -154,7 +163,7 @@ def build_certificate(
             plausibility=plaus,
             domain=r.domain.describe(),
             samples_kept=r.samples_kept,
-            samples_dropped=r.samples_dropped,
+            samples_dropped=r.samples_dropped + int(missing.sum()),
             coverage=coverage,
         ),
         scaling=Scaling(
@@ -195,6 +204,7 @@ def build_certificate(
                 for w in r.witnesses
             ],
             fidelity=float(np.mean(pred_o == pred_c)),
+            missing_label_changes=missing_changes,
             accuracy_original=float(np.mean(pred_o == y)),
             accuracy_compressed=float(np.mean(pred_c == y)),
             seconds=r.seconds,

@@ -26,7 +26,8 @@ SCHEMA_VERSION = "1.6"  # 1.1: summary.size_lower_bound; 1.2: boundary witnesses
 # 1.5: original/compressed family, estimators and input_transform (a Pipeline's
 # Scaler/Imputer folded into the split thresholds); 1.6: summary.pruning_bound (points,
 # cuts and multipliers verify re-checks), summary.stop_reason and
-# summary.time_limit_reached (optional)
+# summary.time_limit_reached (optional), data.feature_names, region.coverage.missing
+# (rows with NaN) and summary.missing_label_changes
 Label = int | str
 
 
@@ -136,11 +137,18 @@ class Plausibility(_Strict):
 
 class Coverage(_Strict):
     """Where the training rows lie with respect to the region. Every row is counted once,
-    in the first of these that applies: outside the domain, in the tie band, low
-    confidence, implausible; the rest are inside (``inside`` equals ``samples_kept``)."""
+    in the first of these that applies: missing values, outside the domain, in the tie
+    band, low confidence, implausible; the rest are inside (``inside`` equals
+    ``samples_kept``)."""
 
     rows: int = Field(description="training rows (the data file's data rows)")
     inside: int = Field(description="rows inside the region")
+    missing: int = Field(
+        default=0,
+        description="rows with a missing value (NaN, an empty cell) in a feature: outside "
+        "every proof (NaN is in no region); the region is built from the other rows "
+        "(schema 1.6; 0 in older certificates, which refused such rows)",
+    )
     outside_domain: int = Field(description="rows outside the stated feature domain")
     tie_band: int = Field(
         description="rows where the original's own margin is at most runtime_guard (its "
@@ -335,7 +343,16 @@ class Summary(_Strict):
         description="pairs of region points differing in one feature that the original "
         "labels differently; the evidence for witness_bound",
     )
-    fidelity: float = Field(description="agreement with the original on the data given")
+    fidelity: float = Field(
+        description="agreement with the original on the data given (rows with missing "
+        "values included, labelled by onnxruntime)"
+    )
+    missing_label_changes: int | None = Field(
+        default=None,
+        description="of the data rows with missing values (region.coverage.missing), those "
+        "onnxruntime labels differently with the compressed model: NaN is outside the "
+        "proof (schema 1.6; null when the data has no such rows)",
+    )
     accuracy_original: float
     accuracy_compressed: float
     seconds: float
@@ -360,6 +377,12 @@ class DataSummary(_Strict):
     sha256: str = Field(description="SHA-256 of the file's bytes")
     rows: int
     target: str = Field(description="the label column (--target)")
+    feature_names: list[str] | None = Field(
+        default=None,
+        description="the CSV's feature columns in model order: the names of the features "
+        "that the region and the witnesses give by index (schema 1.6; null in older "
+        "certificates)",
+    )
 
 
 class Certificate(_Strict):

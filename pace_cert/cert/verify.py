@@ -79,6 +79,9 @@ class VerifyReport:
     data_inside: int | None = None  # of them inside the region (domain included)
     data_outside_domain: int | None = None  # of them outside the stated domain (not covered)
     data_agreement: float | None = None  # --data: share of rows with equal onnxruntime labels
+    data_missing: int | None = None  # --data: rows with missing values (outside every proof)
+    feature_names: list[str] | None = None  # the certificate's names of the features
+    data_missing_changed: int | None = None  # of them labelled differently by onnxruntime
     data_same_file: bool | None = None  # --data is the file compress read (same SHA-256)
     coverage: dict | None = None  # --data: where the rows lie (cert/coverage.py)
     probe_points: int | None = None  # --probe: random points near the data replayed
@@ -119,6 +122,8 @@ class VerifyReport:
             "data_inside_region": self.data_inside,
             "data_outside_domain": self.data_outside_domain,
             "data_agreement": self.data_agreement,
+            "data_missing": self.data_missing,
+            "data_missing_changed": self.data_missing_changed,
             "data_same_file": self.data_same_file,
             "coverage": self.coverage,
             "probe_points": self.probe_points,
@@ -391,6 +396,10 @@ def _prove(
         target = cert.data.target if cert.data is not None else "target"
         X_data = read_csv(data_path, orig.classes, orig.n_features, target).X
         data_sha = _sha(data_path.read_bytes())
+    # rows with missing values are in no region: replayed for the counts, not as probes
+    X_full = X_data
+    if X_data is not None:
+        X_data = X_data[~np.isnan(X_data).any(axis=1)]
     X_probe = None if X_data is None else probe_points(X_data, probe, cert.seed)
     settings = OracleSettings() if settings is None else settings
     ctx = _Context(cert, orig, comp, forest, domain, c_o, so, sc, ob == cb, settings)
@@ -401,9 +410,10 @@ def _prove(
     rep = _faithfulness(ctx, threads, time_limit, exhaustive, replay)
     if problems and rep.exit_code != 1:  # a counterexample says more; else the claims
         rep = _refuted(rep, "certificate", "certificate: " + "; ".join(problems[:3]))
-    if X_data is not None:
-        rep = _data_checks(ctx, rep, X_data, data_sha)
+    if X_full is not None:
+        rep = _data_checks(ctx, rep, X_full, data_sha)
     rep.domain, rep.region = domain.describe(), stated
+    rep.feature_names = cert.data.feature_names if cert.data is not None else None
     rep.certificate_status = cert.summary.status
     rep.identical = ctx.identical
     if probe:
@@ -466,10 +476,15 @@ def _data_checks(ctx: _Context, rep: VerifyReport, X: np.ndarray, data_sha: str)
     rep.data_outside_domain = cov.outside_domain
     rep.data_same_file = same
     rep.coverage = cov.model_dump()
+    rep.data_missing = cov.missing
     if ctx.identical:
         rep.data_agreement = 1.0
+        rep.data_missing_changed = 0 if cov.missing else None
     else:
-        rep.data_agreement = float(np.mean(labels(ctx.so, X) == labels(ctx.sc, X)))
+        same_label = labels(ctx.so, X) == labels(ctx.sc, X)
+        rep.data_agreement = float(np.mean(same_label))
+        missing = np.isnan(X).any(axis=1)
+        rep.data_missing_changed = int((~same_label[missing]).sum()) if cov.missing else None
     return rep
 
 

@@ -39,3 +39,13 @@ def labels(sess: ort.InferenceSession, X: np.ndarray, batch: int = 65536) -> np.
         return np.zeros(0)
     parts = [sess.run(None, {name: X[i : i + batch]})[0] for i in range(0, len(X), batch)]
     return np.concatenate(parts)
+
+
+def class_indices(sess: ort.InferenceSession, X: np.ndarray, classes: np.ndarray) -> np.ndarray:
+    """onnxruntime's label for each row of X as an index into ``classes`` (int64)."""
+
+    def key(v: object) -> object:
+        return str(v) if isinstance(v, str | bytes | np.str_) else int(v)  # type: ignore[call-overload]
+
+    lookup = {key(c): i for i, c in enumerate(classes)}
+    return np.array([lookup[key(v)] for v in labels(sess, X)], np.int64)
