@@ -104,16 +104,14 @@ def run_compress(
         check_for_model(cfg, ensemble.kind)
     except SettingError as e:
         raise InputError(None, str(e)) from None
-    from pace_cert.estimate import free_pattern_estimate
-
-    estimate = free_pattern_estimate(ensemble, cfg.eta)
-    if progress is not None:
-        progress(estimate.line())
     data = read_csv(data_path, ensemble.classes, ensemble.n_features, target)
     X_fit = data.X[data.complete]  # the region is built from the rows without NaN only
     if len(X_fit) < 2:
         raise InputError(data_path, _too_few_rows(len(data.X), len(X_fit)))
     _check_region_not_empty(ensemble, X_fit, data_path, cfg)
+    from pace_cert.estimate import free_pattern_estimate
+
+    estimate = free_pattern_estimate(ensemble, cfg.eta)  # milliseconds
     created = not out_dir.exists()
     prepare_out_dir(out_dir)
     from pace_cert.cert.coverage import coverage, coverage_line
@@ -127,7 +125,11 @@ def run_compress(
         cfg, model_path, original_bytes, info, out_dir, data, data_path, target, ensemble.classes
     )
 
+    said = []
+
     def commit(res: CompressResult) -> Certificate:
+        if not said and progress is not None:  # the inputs are good: before any solving
+            said.append(progress(estimate.line()))
         files, committed, cert = render.files(res)
         output.commit(files, committed)
         if on_commit is not None:

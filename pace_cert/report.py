@@ -527,7 +527,7 @@ def _size_bound_words(s) -> str:
     if b is not None and b >= s.trees_after:
         return f"It is minimal: no faithful model of fewer than {b} trees of the same depth exists."
     if b is None or b <= 1:
-        return "No useful lower bound on the size of any faithful model was proved."
+        return "Not known: no useful lower bound on the size of any faithful model was proved."
     return (
         f"No faithful model of fewer than {b} trees of the same depth exists, so the "
         f"{s.trees_after} certified trees are at most {s.trees_after - b} more than the "

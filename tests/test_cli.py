@@ -123,7 +123,7 @@ def _bad_model(kind: str, tmp: Path) -> tuple[Path, tuple[str, ...]]:
         return p, (p.name, "not an onnx model")
     if kind == "add-graph":
         onnx.save(_add_graph(), p)
-        return p, (p.name, "unsupported model")
+        return p, (p.name, "no tree ensemble found")
     if kind == "regressor":
         onnx.save(_regressor(), p)
         return p, (p.name, "unsupported model")
