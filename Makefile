@@ -29,9 +29,10 @@ lint: $(STAMP)
 	$(BIN)/ruff check pace_cert cli tests benchmarks examples
 	$(BIN)/ruff format --check pace_cert cli tests benchmarks examples
 
-## schema: regenerate schemas/certificate.schema.json from the pydantic models
+## schema: regenerate schemas/certificate.schema.json and schemas/frontier.schema.json
 schema: $(STAMP)
 	$(BIN)/python -m pace_cert.cert.certificate schemas/certificate.schema.json
+	$(BIN)/python -m pace_cert.frontier.record schemas/frontier.schema.json
 
 bench-quick: $(STAMP)
 	$(BIN)/python -m benchmarks.harness quick

@@ -43,7 +43,7 @@ COVERAGE_NAMES = {
 }
 
 
-PHASES = ("merge", "l1", "l0", "boost", "refit")
+PHASES = ("start", "merge", "l1", "l0", "boost", "refit")
 
 
 def coverage_svg(c: Coverage) -> str:
