@@ -179,3 +179,39 @@ def test_report_of_a_frontier_links_every_rung(frontier_run, tmp_path):
         rung_page = tmp_path / f"frontier-{r.name}.html"
         assert f"href='{rung_page.name}'" in text
         assert "pace-cert" in rung_page.read_text()
+
+
+@pytest.mark.slow
+def test_ray_backend_runs_each_rung_as_a_task(zoo_model, tmp_path):
+    """With a local Ray instance (as tests/test_ray_backend.py starts one): the same
+    rung directories, each verified on its own; no model passes between rungs."""
+    import logging
+
+    import ray
+
+    model, data = zoo_model("seeds", "rf", 6, 2)
+    out = tmp_path / "out"
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        logging_level=logging.WARNING,
+    )
+    try:
+        args = ["frontier", str(model), "--data", str(data), "--out", str(out), "--eta", "0,0.1"]
+        res = CliRunner().invoke(
+            app, [*args, "--mode", "prune", "--backend", "ray", "--time-limit", "600", "--quiet"]
+        )
+    finally:
+        ray.shutdown()
+    assert res.exit_code in (0, 2), res.output
+    rec = FrontierRecord.model_validate_json((out / "frontier.json").read_bytes())
+    assert rec.backend == "ray" and not rec.reuse
+    assert [r.name for r in rec.rungs] == ["global", "eta0.1"]
+    for r in rec.rungs:
+        assert r.started_from is None
+        d = out / r.name
+        files = [str(model), str(d / "compressed.onnx"), str(d / "certificate.json")]
+        verdict = CliRunner().invoke(app, ["verify", *files])
+        assert verdict.exit_code == (0 if r.status == "certified" else 2), verdict.output
