@@ -97,6 +97,10 @@ def run_model(model, limit: float, work: Path, threads: int) -> list[Row]:
     return rows
 
 
+def _share(v: str | float | None) -> str:
+    return "-" if v in (None, "") else f"{float(v):.4f}"
+
+
 def report(rows: list[dict], command: str, commit: str, machine: str) -> str:
     head = ("model", "rung", "status", "trees", "leaves", "lb", "wit", "prune", "test in",
             "agree", "rung s", "cut", "verify", "verify s", "frontier s", "RSS MB")  # fmt: skip
@@ -118,7 +122,7 @@ def report(rows: list[dict], command: str, commit: str, machine: str) -> str:
                 f"{r['trees_before']} -> {r['trees_after']}",
                 f"{r['leaves_before']} -> {r['leaves_after']}",
                 r["size_lower_bound"] or "-", r["witness_bound"] or "-",
-                r["pruning_bound"] or "-", r["test_inside"], r["test_agreement"] or "-",
+                r["pruning_bound"] or "-", r["test_inside"], _share(r["test_agreement"]),
                 r["rung_seconds"], r["cut"], r["verify"], r["verify_seconds"],
                 r["frontier_wall"], r["peak_rss_mb"],
             ]) + " |"
