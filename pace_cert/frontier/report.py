@@ -84,7 +84,7 @@ def _coverage_share(r: RungRecord) -> float | None:
 def frontier_svg(rec: FrontierRecord) -> str:
     """Trees (y) against the share of rows inside the region (x), one point per rung
     with its name and bounds; the original's size as a dashed line."""
-    width, height, left, right, top, bottom = 760, 360, 50, 170, 16, 40
+    width, height, left, right, top, bottom = 760, 400, 50, 170, 56, 40
     pts = [
         (r, x)
         for r in rec.rungs
@@ -104,16 +104,23 @@ def frontier_svg(rec: FrontierRecord) -> str:
         f"<line x1='{left}' y1='{top}' x2='{left}' y2='{top + ph}' stroke='#888'/>",
         f"<line x1='{left}' y1='{py(n0):.1f}' x2='{left + pw}' y2='{py(n0):.1f}' "
         f"stroke='#bbb' stroke-dasharray='4 3'/>",
-        f"<text x='{left + pw + 4}' y='{py(n0) + 4:.1f}'>original {n0}</text>",
+        f"<text x='{left + 4}' y='{py(n0) - 4:.1f}'>original {n0}</text>",
+        f"<text x='{left - 6}' y='{py(0) + 4:.1f}' text-anchor='end'>0</text>",
+        f"<text x='{left - 6}' y='{py(n0) + 4:.1f}' text-anchor='end'>{n0}</text>",
         f"<text x='{left}' y='{height - 8}'>0</text>",
         f"<text x='{left + pw}' y='{height - 8}' text-anchor='end'>all rows inside</text>",
         f"<text x='{left + pw / 2}' y='{height - 8}' text-anchor='middle'>"
         "share of test rows inside the region</text>",
-        f"<text x='4' y='{top + 10}'>trees</text>",
+        f"<text x='4' y='{top - 24}'>trees</text>",
     ]
+    placed: list[tuple[float, float]] = []  # label anchors so far: no two overlap
     for i, (r, share) in enumerate(pts):
         colour = PALETTE[i % len(PALETTE)]
         x, y = px(share), py(r.trees_after)
+        ly = y - 6
+        while any(abs(ly - py_) < 13 and abs(x - px_) < 150 for px_, py_ in placed):
+            ly -= 13
+        placed.append((x, ly))
         bounds = ", ".join(
             f"{'lb' if k == 'size_lower_bound' else k.split('_')[0]} {v}"
             for k, v in r.bounds.items()
@@ -123,7 +130,7 @@ def frontier_svg(rec: FrontierRecord) -> str:
         parts.append(
             f"<circle cx='{x:.1f}' cy='{y:.1f}' r='5' fill='{colour}'>"
             f"<title>{esc(label)}; {r.status}</title></circle>"
-            f"<text x='{x + 8:.1f}' y='{y - 6:.1f}'>{esc(label)}</text>"
+            f"<text x='{x + 8:.1f}' y='{ly:.1f}'>{esc(label)}</text>"
         )
         for v in (v for k, v in r.bounds.items() if v is not None and k != "witness_bound"):
             parts.append(
