@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow lint schema bench-quick bench-full bench-real bench-real-all clean
+.PHONY: demo test test-slow lint schema bench-quick bench-full bench-real bench-real-all bench-frontier clean
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -29,9 +29,10 @@ lint: $(STAMP)
 	$(BIN)/ruff check pace_cert cli tests benchmarks examples
 	$(BIN)/ruff format --check pace_cert cli tests benchmarks examples
 
-## schema: regenerate schemas/certificate.schema.json from the pydantic models
+## schema: regenerate schemas/certificate.schema.json and schemas/frontier.schema.json
 schema: $(STAMP)
 	$(BIN)/python -m pace_cert.cert.certificate schemas/certificate.schema.json
+	$(BIN)/python -m pace_cert.frontier.record schemas/frontier.schema.json
 
 bench-quick: $(STAMP)
 	$(BIN)/python -m benchmarks.harness quick
@@ -47,6 +48,11 @@ bench-real: $(STAMP)
 ## bench-real-all: the same in all three regions (global, eta = delta = 0.1, delta alone)
 bench-real-all: $(STAMP)
 	$(BIN)/python -m benchmarks.realistic --name real-all --time-limit 300 --jobs 2 --threads 1 --fresh
+
+## bench-frontier: the default frontier ladder on every realistic-suite model, 600 s a
+## model (the whole ladder), each rung verified (about 3 h on 2 cores)
+bench-frontier: $(STAMP)
+	$(BIN)/python -m benchmarks.frontier --time-limit 600
 
 clean:
 	rm -rf demo-out .pytest_cache

@@ -2,8 +2,8 @@
 
 Commands parse arguments, call one library function, format its result and map the
 exception family to exit codes: 0 certified/verified, 1 refuted, 2 inconclusive,
-3 bad input. One module per command (``compress_cmd``, ``verify_cmd``, ``tools_cmd``);
-this one only registers them.
+3 bad input. One module per command (``compress_cmd``, ``verify_cmd``,
+``frontier_cmd``, ``tools_cmd``); this one only registers them.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from pace_cert.cli.compress_cmd import (  # noqa: F401  (re-exported for tests a
     _why_unchanged,
     compress,
 )
+from pace_cert.cli.frontier_cmd import frontier
 from pace_cert.cli.progress import ProgressDisplay  # noqa: F401
 from pace_cert.cli.tools_cmd import demo, inspect, report
 from pace_cert.cli.verify_cmd import verify
@@ -28,6 +29,7 @@ app = typer.Typer(
 )
 app.command()(compress)
 app.command()(verify)
+app.command()(frontier)
 app.command()(report)
 app.command()(inspect)
 app.command()(demo)

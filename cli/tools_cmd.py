@@ -12,7 +12,13 @@ from pace_cert.cli.common import DebugOpt, JsonOpt, print_json, run_command
 
 
 def report(
-    certificate: Annotated[Path, typer.Argument(help="certificate.json written by compress.")],
+    certificate: Annotated[
+        Path,
+        typer.Argument(
+            help="certificate.json written by compress, or frontier.json written by frontier "
+            "(then each rung's page is written beside OUT and linked)."
+        ),
+    ],
     out: Annotated[
         Path, typer.Option("--out", help="The HTML file to write (one self-contained file).")
     ] = Path("report.html"),
@@ -22,10 +28,10 @@ def report(
     hashes, region and coverage, sizes and bound, proofs, history, what verify checks."""
 
     def body() -> int:
-        from pace_cert.report import write_report
+        from pace_cert.report import write_any_report
 
-        write_report(certificate, out)
-        typer.echo(f"wrote {out}")
+        for page in write_any_report(certificate, out):
+            typer.echo(f"wrote {page}")
         return 0
 
     run_command(body, debug)

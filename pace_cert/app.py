@@ -32,8 +32,10 @@ from pace_cert.settings import CompressConfig, SettingError, check_for_model
 
 if TYPE_CHECKING:  # the solvers and pydantic load when the work starts, after the checks
     from pace_cert.cert.certificate import Certificate, Coverage
-    from pace_cert.driver.result import CompressResult, StopReason
+    from pace_cert.driver.result import CompressResult, StartModel, StopReason
     from pace_cert.estimate import Estimate
+    from pace_cert.model.ensemble import Ensemble
+    from pace_cert.region.plausibility import PlausibilityForest
 
 Progress = Callable[[str], None]
 
@@ -44,7 +46,8 @@ class CompressOutcome:
     original unchanged (``status`` "inconclusive"). ``found``: trees of the smallest
     model certified by the run even when it was not smaller than the original (None:
     none was certified); ``timed_out``: the time limit ended the run (it did not end
-    by itself); ``stop``: the step that decided the end and its reason."""
+    by itself); ``stop``: the step that decided the end and its reason; ``compressed``:
+    the smaller certified model written (None when the original was written)."""
 
     exit_code: int
     status: str
@@ -54,6 +57,7 @@ class CompressOutcome:
     timed_out: bool = False
     stop: StopReason | None = None
     estimate: Estimate | None = None  # the free-pattern floor, said before the work
+    compressed: Ensemble | None = None  # the smaller certified model (None: unchanged)
 
     @property
     def certified(self) -> bool:
@@ -84,6 +88,8 @@ def run_compress(
     output: OutputDir | None = None,
     on_commit: Callable[[Certificate], None] | None = None,
     on_bound: Callable[[int], None] | None = None,
+    plausibility: PlausibilityForest | None = None,
+    start: StartModel | None = None,
 ) -> CompressOutcome:
     """Read the model and the training CSV, compress, write the compressed model and
     the certificate (and the plausibility artifact) to ``out_dir``.
@@ -92,7 +98,10 @@ def run_compress(
     ``cfg.time_limit`` from now; the CLI counts it from process start); ``on_commit``:
     called with the certificate of each file set written (the original unchanged first,
     then each smaller certified model, then the final result); ``on_bound``: called with
-    each higher proved size lower bound. Inputs are checked
+    each higher proved size lower bound; ``plausibility``: a forest fitted on these
+    rows already, its threshold set for ``cfg.delta`` (a frontier's one forest; None:
+    fitted here); ``start``: a model certified on a region around this one, certified
+    again here as the first candidate (a frontier's outer rung). Inputs are checked
     before anything is written (:class:`~pace_cert.errors.InputError`, an empty region
     included); from then on ``out_dir`` always holds a complete set. Exit code 0 when
     the result is smaller than the original, else 2 (the original's bytes are written)."""
@@ -138,17 +147,25 @@ def run_compress(
 
     try:
         result = compress(
-            ensemble, X_fit, cfg, progress, budget, on_improve=commit, on_bound=on_bound
+            ensemble,
+            X_fit,
+            cfg,
+            progress,
+            budget,
+            on_improve=commit,
+            on_bound=on_bound,
+            plausibility=plausibility,
+            start=start,
         )
     except EmptyRegion as e:  # the plausibility bound removed the last rows
         if created and output.committed is None:
             _remove_empty_dir(out_dir)
         r = e.region
         cov = coverage(ensemble, data.X, r["margin"], r["plausibility"], r["domain"])
-        raise InputError(
-            data_path,
+        raise EmptyRegion(
             f"no training row lies in the region ({coverage_line(cov, cfg.eta, cfg.delta)})"
             "; lower --eta or --delta",
+            path=data_path,
         ) from None
     except BaseException:
         if created and output.committed is None:  # nothing written: leave nothing behind
@@ -165,6 +182,7 @@ def run_compress(
         timed_out=result.stop is not None and result.stop.time_limit,
         stop=result.stop,
         estimate=estimate,
+        compressed=result.compressed if result.smaller else None,
     )
 
 
@@ -200,7 +218,7 @@ def _check_region_not_empty(ensemble, X: np.ndarray, data_path: Path, cfg: Compr
             f"on all {n} rows the original's margin is at most eta {cfg.eta:g} "
             f"({c_o:.3g} in score units); lower --eta or --delta"
         )
-    raise InputError(data_path, f"no training row lies in the region: {why}")
+    raise EmptyRegion(f"no training row lies in the region: {why}", path=data_path)
 
 
 def _remove_empty_dir(path: Path) -> None:

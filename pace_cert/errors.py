@@ -26,8 +26,8 @@ class EmptyRegion(InputError):
     what it needs to say why (the driver's domain, margin threshold and plausibility
     forest)."""
 
-    def __init__(self, problem: str, region: dict | None = None) -> None:
-        super().__init__(None, problem)
+    def __init__(self, problem: str, region: dict | None = None, path: object = None) -> None:
+        super().__init__(path, problem)
         self.region = region or {}
 
 

@@ -45,7 +45,7 @@ COVERAGE_NAMES = {
 }
 
 
-PHASES = ("merge", "l1", "l0", "boost", "refit")
+PHASES = ("start", "merge", "l1", "l0", "boost", "refit")
 
 
 def coverage_svg(c: Coverage) -> str:

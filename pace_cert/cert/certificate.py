@@ -197,7 +197,7 @@ class Scaling(_Strict):
 
 
 class HistoryPoint(_Strict):
-    phase: Literal["merge", "l1", "l0", "boost", "refit"]
+    phase: Literal["merge", "l1", "l0", "boost", "refit", "start"]
     iteration: int
     y0: Label
     y: Label
@@ -288,7 +288,8 @@ class Summary(_Strict):
         "split merged, possibly without trees that split no witnessed gap), free-removal "
         "(the original without trees no region input can notice), l1, l0, "
         "l0-grow, l0-reweighted, eliminate, boost, l0-enriched, refit, synth, l0-enriched-grow, "
-        "l0-enriched-reweighted or l1-generated"
+        "l0-enriched-reweighted, l1-generated or start (the model of a frontier's "
+        "enclosing rung, certified again in this region)"
     )
     trees_before: int
     trees_after: int

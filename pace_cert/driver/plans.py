@@ -17,6 +17,7 @@ from pace_cert.driver.phases.l0 import L0Loop
 from pace_cert.driver.phases.l1 import L1Loop, L1Refresh
 from pace_cert.driver.phases.merge_original import MergeAfter, MergeFirst
 from pace_cert.driver.phases.refit import Refit
+from pace_cert.driver.phases.start_from import StartFrom
 from pace_cert.driver.phases.synth import Synth, SynthBound
 from pace_cert.driver.phases.witness_bound import WitnessBound
 from pace_cert.driver.result import STOP_PROVED_MINIMAL
@@ -39,6 +40,7 @@ PLANS: dict[str, Plan] = {
     "prune": Plan(
         "prune",
         (
+            StartFrom(),  # a frontier's outer rung: its model, certified again here
             WitnessBound(),  # boundary witnesses: a size lower bound
             MergeFirst(),  # the merged original, when it would be proved minimal at once
             FreeRemoval(),  # large domains: without the trees no region input can notice
@@ -53,6 +55,7 @@ PLANS: dict[str, Plan] = {
     "generate": Plan(
         "generate",
         (
+            StartFrom(),
             WitnessBound(),
             L1Loop("l1-original"),  # a certified fallback if generation does not certify
             WitnessBound(),
@@ -63,6 +66,7 @@ PLANS: dict[str, Plan] = {
     "pace": Plan(
         "pace",
         (
+            StartFrom(),
             WitnessBound(),
             MergeFirst(),
             FreeRemoval(),

@@ -64,11 +64,25 @@ class PhaseResult:
     first_objective: float | None = None  # master value of the first round (its samples)
     gave_up: bool = False  # the master had no candidate (e.g. none within a size budget)
     stuck: bool = False  # the samples it met only below the float32 guard came back
+    # per tree (weight, learners merged, original trees) when not from this run's pool
+    sources: tuple[list[float], list[int], list[list[int]]] | None = None
 
     @classmethod
     def nothing(cls, rounds: int = 0, *, gave_up: bool = False) -> PhaseResult:
         """An uncertified result with no model and no proof."""
         return cls(None, [], rounds, False, gave_up=gave_up)
+
+
+@dataclass(frozen=True)
+class StartModel:
+    """A model certified on a region around this run's (a frontier's outer rung), with
+    its trees' provenance as that run's certificate states it: per tree the master
+    weight, the learners merged into it and the original trees among them."""
+
+    model: Ensemble
+    weights: list[float]
+    merged: list[int]
+    original_trees: list[list[int]]
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from pace_cert.budget import Budget
 from pace_cert.driver.phases.pruning_bound import prove_bound
 from pace_cert.driver.phases.witness_bound import update_witness_bound
 from pace_cert.driver.plans import PLANS, Plan
-from pace_cert.driver.result import CompressResult, StopReason
+from pace_cert.driver.result import CompressResult, StartModel, StopReason
 from pace_cert.driver.state import Progress, RunState
 from pace_cert.model.ensemble import Ensemble
 from pace_cert.region.margins import required_margin
@@ -82,6 +82,8 @@ def compress(
     budget: Budget | None = None,
     on_improve: Callable[[CompressResult], None] | None = None,
     on_bound: Callable[[int], None] | None = None,
+    plausibility: object | None = None,
+    start: StartModel | None = None,
 ) -> CompressResult:
     """Run PACE in ``cfg.mode`` on ``original`` with training rows ``X`` (float32).
 
@@ -89,15 +91,18 @@ def compress(
     ``on_improve``: called with the run's result so far once the region is built (the
     original, uncertified) and whenever a smaller certified model is found, so a
     caller can keep the best one on disk. ``on_bound``: called with each higher proved
-    size lower bound. Raises :class:`~pace_cert.errors.EmptyRegion` when no training row
-    lies in the region."""
+    size lower bound. ``plausibility``: a forest fitted already, its threshold set for
+    ``cfg.delta`` (None: fitted here). ``start``: a model certified on a region around
+    this one, the plan's first candidate (``phases/start_from.py``). Raises
+    :class:`~pace_cert.errors.EmptyRegion` when no training row lies in the region."""
     if budget is None:
         budget = Budget.seconds(cfg.time_limit)
     share = cfg.tuning.bound.pruning_share
     # the plan leaves the pruning bound its share of the limit
     state = RunState.create(
-        original, X, cfg, budget.share(1.0 - share), progress or (lambda _m: None)
+        original, X, cfg, budget.share(1.0 - share), progress or (lambda _m: None), plausibility
     )
+    state.start = start
     state.on_bound = on_bound
     if on_improve is not None:
         state.on_improve = lambda: on_improve(snapshot(state))

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from pace_cert.budget import Budget
-from pace_cert.driver.result import HistoryEntry, Offer, PhaseResult, StopReason
+from pace_cert.driver.result import HistoryEntry, Offer, PhaseResult, StartModel, StopReason
 from pace_cert.errors import EmptyRegion
 from pace_cert.learners import merge
 from pace_cert.learners.pool import fold, leaf_values
@@ -40,6 +40,20 @@ from pace_cert.region.witness import Witness
 from pace_cert.settings import CompressConfig
 
 Progress = Callable[[str], None]
+
+
+def region_domain(
+    original: Ensemble, X: np.ndarray, cfg: CompressConfig, plausibility=None
+) -> FeatureDomain:
+    """The feature domain of a run on training rows ``X`` (float32): the cells of the
+    original's and the plausibility forest's thresholds, with the binary, integer and
+    box restrictions ``cfg`` infers from the rows."""
+    binary = infer_binary(X) if cfg.binary == "infer" else None
+    lower = X.min(axis=0) if cfg.bounds == "data" else None
+    upper = X.max(axis=0) if cfg.bounds == "data" else None
+    trees = list(original.trees) + (list(plausibility.trees) if plausibility else [])
+    integer = infer_integer(X) if cfg.integer == "infer" else None
+    return build_domain(trees, original.n_features, binary, lower, upper, integer)
 
 
 @dataclass
@@ -104,6 +118,9 @@ class RunState:
     # why the last step or loop that ended on its own ended (the runner's final word
     # may differ: proved minimal, time limit); see :meth:`record_stop`
     stop_reason: StopReason | None = None
+    # a model certified on a region around this one (a frontier's outer rung): the
+    # first candidate (phases/start_from.py)
+    start: StartModel | None = None
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -114,25 +131,24 @@ class RunState:
         cfg: CompressConfig,
         budget: Budget,
         say: Progress,
+        plausibility: object | None = None,
     ) -> RunState:
         """The region (domain, margins, plausibility), oracle, screen and first samples
-        (training rows inside the region, one per cell) for ``original``."""
+        (training rows inside the region, one per cell) for ``original``.
+        ``plausibility``: a forest fitted already, its threshold set for ``cfg.delta``
+        (a frontier fits one for all its rungs); None: fitted here when delta > 0."""
         t0 = time.perf_counter()
         X = np.asarray(X, np.float32)
-        plausibility = None
-        if cfg.delta > 0:
+        if cfg.delta == 0:
+            plausibility = None
+        elif plausibility is None:
             from pace_cert.region.plausibility import fit_plausibility
 
             plausibility = fit_plausibility(
                 X, cfg.delta, cfg.iforest_estimators, cfg.iforest_max_samples, cfg.seed
             )
         pl_model = None if plausibility is None else ScoreModel.sum_of(plausibility.trees)
-        binary = infer_binary(X) if cfg.binary == "infer" else None
-        lower = X.min(axis=0) if cfg.bounds == "data" else None
-        upper = X.max(axis=0) if cfg.bounds == "data" else None
-        trees = list(original.trees) + (list(plausibility.trees) if plausibility else [])
-        integer = infer_integer(X) if cfg.integer == "infer" else None
-        domain = build_domain(trees, original.n_features, binary, lower, upper, integer)
+        domain = region_domain(original, X, cfg, plausibility)
         region = RegionSpec(
             margin=region_margin(original, cfg.eta),
             plausibility=pl_model,
@@ -298,6 +314,8 @@ class RunState:
         the original). Results built outside the pool (refit, synth: ``keep`` empty)
         have one learner per tree, none of them an original tree."""
         assert res.model is not None
+        if res.sources is not None:  # a start model: its own run's provenance
+            return res.sources
         n = res.model.n_trees
         if not res.keep:
             return list(res.weights) or [1.0] * n, [1] * n, [[] for _ in range(n)]

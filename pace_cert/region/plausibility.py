@@ -29,7 +29,7 @@ import json
 import math
 import os
 import tempfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -256,6 +256,16 @@ def fit_plausibility(
     ).fit(X32)
     params = {"n_estimators": int(n_estimators), "max_samples": max_samples, "seed": seed}
     return from_sklearn(iso, X32, delta, params)
+
+
+def with_delta(forest: PlausibilityForest, X: np.ndarray, delta: float) -> PlausibilityForest:
+    """The same forest (same trees, same artifact apart from the threshold) with the
+    threshold of ``delta`` on the training rows ``X`` (:func:`threshold_for_delta`): one
+    forest fitted once serves every delta of a frontier. Regions of a larger delta lie
+    inside those of a smaller one (a higher quantile of the same scores)."""
+    _check_delta(delta)
+    scores = _scores_from_trees(forest.trees, _as_float32_rows(X, forest.n_features), forest.flat)
+    return replace(forest, delta=float(delta), delta_abs=threshold_for_delta(scores, delta))
 
 
 def plausibility_scores(forest: PlausibilityForest, X: np.ndarray) -> np.ndarray:

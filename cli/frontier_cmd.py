@@ -1,0 +1,145 @@
+"""``pace-cert frontier``: certify a ladder of nested regions in one run, one rung
+directory each, and print the frontier table."""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pace_cert.cli.common import (
+    DebugOpt,
+    JsonOpt,
+    RayAddressOpt,
+    ThreadsOpt,
+    print_json,
+    run_command,
+)
+from pace_cert.cli.compress_cmd import HARD_LIMIT_FACTOR
+from pace_cert.errors import InputError
+
+
+def frontier(
+    model: Annotated[Path, typer.Argument(help="Tree-ensemble classifier exported to ONNX.")],
+    data: Annotated[
+        Path,
+        typer.Option(
+            "--data", help="Training CSV: header row, features in model order, target column."
+        ),
+    ],
+    out: Annotated[
+        Path,
+        typer.Option("--out", help="Output directory: one sub-directory per rung + frontier.json."),
+    ],
+    test: Annotated[
+        Path | None,
+        typer.Option(
+            "--test", help="Test CSV (same columns): its coverage and agreement per rung."
+        ),
+    ] = None,
+    target: Annotated[str, typer.Option(help="Name of the label column.")] = "target",
+    eta: Annotated[
+        str | None,
+        typer.Option(
+            help="Comma-separated etas, e.g. 0,0.1,0.2 (vote share for forests/AdaBoost, raw "
+            "score for boosting). With --delta: every (eta, delta) pair is a rung, run from "
+            "the largest region to the smallest. Neither given: the default ladder global; "
+            "eta 0.1; eta 0.1 + delta 0.1; eta 0.2, 0.3, 0.5 + delta 0.1."
+        ),
+    ] = None,
+    delta: Annotated[
+        str | None,
+        typer.Option(help="Comma-separated deltas in [0, 1), e.g. 0,0.1 (see --eta)."),
+    ] = None,
+    mode: Annotated[str, typer.Option(help="pace (generate, then prune) or prune.")] = "pace",
+    time_limit: Annotated[
+        float | None,
+        typer.Option(
+            help="Seconds for the whole frontier, counted from process start; each rung gets "
+            "the time left divided by the rungs still to run."
+        ),
+    ] = None,
+    threads: ThreadsOpt = 2,
+    seed: Annotated[int, typer.Option(help="Seed for every solver and learner.")] = 0,
+    backend: Annotated[
+        str,
+        typer.Option(
+            help="local: rungs one after another, each starting from the smallest model "
+            "certified on a rung around it; ray: rungs as Ray tasks in parallel, each from "
+            "the original (no model reuse between rungs)."
+        ),
+    ] = "local",
+    ray_address: RayAddressOpt = None,
+    as_json: JsonOpt = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress lines.")] = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Certify MODEL on a ladder of nested regions: OUT/<rung>/ holds each rung's
+    compressed.onnx + certificate.json (pace-cert verify checks each on its own);
+    OUT/frontier.json and the table on stdout sum them up."""
+
+    def body() -> int:
+        from pace_cert.guard import block_signals
+
+        old_mask = block_signals()  # before the imports that start threads (see guard.py)
+        try:
+            return _frontier()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+
+    def _frontier() -> int:
+        from pace_cert.budget import Budget, process_start
+        from pace_cert.frontier.ladder import LadderError, ladder
+        from pace_cert.frontier.record import format_table
+        from pace_cert.frontier.run import FrontierOutput, run_frontier
+        from pace_cert.guard import ProcessGuard
+        from pace_cert.outputs import Committed
+
+        if mode not in ("pace", "prune"):
+            raise InputError(None, f"--mode: expected pace or prune, got {mode!r}")
+        if backend not in ("local", "ray"):
+            raise InputError(None, f"--backend: expected local or ray, got {backend!r}")
+        try:
+            rungs = ladder(eta, delta)
+        except LadderError as e:
+            raise InputError(None, str(e)) from None
+        start = process_start()
+        budget = Budget.seconds(time_limit, start=start)
+        hard = None if time_limit is None else start + HARD_LIMIT_FACTOR * time_limit + 2.0
+        settings = {"mode": mode, "time_limit": time_limit, "threads": threads, "seed": seed}
+        output = FrontierOutput()
+
+        def say(msg: str) -> None:
+            if not quiet:
+                typer.echo(f"{time.perf_counter() - start:6.1f}s {msg}", err=True)
+
+        def last_words(committed: Committed | None, reason: str) -> None:
+            wrote = f"{out}/frontier.json lists the rungs finished before"
+            typer.echo(f"{reason} ({time.perf_counter() - start:.0f} s); {wrote}", err=True)
+
+        with ProcessGuard(output, hard, last_words):  # type: ignore[arg-type]
+            res = run_frontier(
+                model,
+                data,
+                out,
+                rungs,
+                settings,
+                test=test,
+                target=target,
+                budget=budget,
+                backend=backend,
+                ray_address=ray_address,
+                progress=say,
+                output=output,
+            )
+        if as_json:
+            print_json(res.record.model_dump())
+        else:
+            typer.echo(format_table(res.record))
+            typer.echo(f"wrote {res.path} and one directory per rung under {out}")
+        return res.exit_code
+
+    run_command(body, debug)

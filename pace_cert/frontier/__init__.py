@@ -1,0 +1,9 @@
+"""The certified size-guarantee frontier (``pace-cert frontier``): one compress run per
+rung of a ladder of nested regions, sharing the inputs, one plausibility forest, one
+time budget and (local backend) the models certified on enclosing rungs.
+
+* :mod:`.ladder`: the rungs as data (the default ladder, ``--eta``/``--delta`` lists);
+* :mod:`.run`: the use case (:func:`run_frontier`);
+* :mod:`.record`: ``frontier.json`` (pydantic models, schema) and its table;
+* :mod:`.report`: the HTML page of the frontier.
+"""

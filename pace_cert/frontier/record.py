@@ -1,0 +1,180 @@
+"""``DIR/frontier.json``: what a frontier run certified at each rung (pydantic models).
+
+``python -m pace_cert.frontier.record schemas/frontier.schema.json`` (``make schema``)
+regenerates the schema; a test fails when the committed file drifts from the models.
+Each rung's own proof is its ``certificate.json``, which ``pace-cert verify`` checks;
+this file only gathers them.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = "1.0"
+
+#: a rung's outcome: a smaller certified model, the original unchanged (nothing smaller
+#: was certified), or no training row in the region (nothing written for the rung)
+RungStatus = Literal["certified", "original unchanged", "empty region"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RowCoverage(_Strict):
+    """Rows of one CSV file against a rung's region and its written model."""
+
+    path: str
+    rows: int
+    inside: int = Field(description="rows inside the rung's region")
+    agreement: float = Field(
+        description="share of all the rows (inside the region or not) on which "
+        "onnxruntime gives the rung's compressed.onnx the original's label"
+    )
+
+
+class RungRecord(_Strict):
+    name: str = Field(description="the rung's directory under the frontier's DIR")
+    eta: float
+    delta: float
+    status: RungStatus
+    trees_before: int
+    trees_after: int
+    leaves_before: int
+    leaves_after: int
+    bounds: dict[str, int | None] = Field(
+        description="proved size lower bounds from the rung's certificate: "
+        "size_lower_bound, witness_bound and (when the certificate has one) pruning_bound"
+    )
+    started_from: str | None = Field(
+        default=None,
+        description="the enclosing rung whose certified model was this rung's first "
+        "candidate (null: none, or reuse off)",
+    )
+    start_certified: bool | None = Field(
+        default=None, description="whether that start model was certified again here"
+    )
+    data: RowCoverage | None = Field(default=None, description="the --data rows")
+    test: RowCoverage | None = Field(default=None, description="the --test rows")
+    seconds: float = Field(description="the rung's wall seconds")
+    budget_seconds: float | None = Field(description="the time the rung was given")
+    time_limited: bool = Field(description="the rung's time ran out before its plan ended")
+    phase: str = Field(default="", description="the certificate's summary.phase")
+
+
+class FrontierRecord(_Strict):
+    schema_version: str = SCHEMA_VERSION
+    tool_version: str
+    created: str
+    model: str
+    model_sha256: str
+    data: str
+    test: str | None
+    mode: str
+    eta_units: Literal["vote share", "raw score"]
+    time_limit: float | None
+    backend: Literal["local", "ray"]
+    reuse: bool = Field(description="each rung started from an enclosing rung's model")
+    seconds: float
+    exit_code: int = Field(description="0: some rung certified a smaller model; 2: none")
+    rungs: list[RungRecord]
+
+
+def rung_bounds(cert: Any) -> dict[str, int | None]:
+    """The proved lower bounds a rung's certificate states, by name (None: not
+    computed). ``pruning_bound`` is read when the certificate has one."""
+    s = cert.summary
+    pruning = getattr(s, "pruning_bound", None)
+    return {
+        "size_lower_bound": s.size_lower_bound,
+        "witness_bound": s.witness_bound,
+        "pruning_bound": None if pruning is None else int(pruning.value),
+    }
+
+
+TABLE_HEADER = (
+    "rung",
+    "eta",
+    "delta",
+    "trees",
+    "leaves",
+    "bounds",
+    "data in / agree",
+    "test in / agree",
+    "seconds",
+    "cut",
+    "status",
+)
+
+
+def _bounds_cell(b: dict[str, int | None]) -> str:
+    short = {"size_lower_bound": "lb", "witness_bound": "wit", "pruning_bound": "prune"}
+    parts = [f"{short.get(k, k)} {v}" for k, v in b.items() if v is not None]
+    return ", ".join(parts) or "-"
+
+
+def _cov_cell(c: RowCoverage | None) -> str:
+    if c is None:
+        return "-"
+    return f"{c.inside}/{c.rows} / {c.agreement:.4f}"
+
+
+def table_rows(rec: FrontierRecord) -> list[list[str]]:
+    """The frontier table, one row of strings per rung (columns: TABLE_HEADER)."""
+    rows = []
+    for r in rec.rungs:
+        empty = r.status == "empty region"
+        rows.append(
+            [
+                r.name,
+                f"{r.eta:g}",
+                f"{r.delta:g}",
+                "-" if empty else f"{r.trees_before} -> {r.trees_after}",
+                "-" if empty else f"{r.leaves_before} -> {r.leaves_after}",
+                _bounds_cell(r.bounds),
+                _cov_cell(r.data),
+                _cov_cell(r.test),
+                f"{r.seconds:.1f}",
+                "yes" if r.time_limited else "no",
+                r.status,
+            ]
+        )
+    return rows
+
+
+def format_table(rec: FrontierRecord) -> str:
+    """The table as aligned text."""
+    rows = [list(TABLE_HEADER), *table_rows(rec)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(TABLE_HEADER))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+
+
+def load_frontier(path: Path) -> FrontierRecord:
+    """Read a frontier.json; InputError when it cannot be read or is not one."""
+    from pydantic import ValidationError
+
+    from pace_cert.errors import InputError
+
+    try:
+        return FrontierRecord.model_validate_json(Path(path).read_bytes())
+    except FileNotFoundError:
+        raise InputError(path, "file not found") from None
+    except OSError as e:
+        raise InputError(path, f"cannot read it ({e.strerror})") from None
+    except ValidationError as e:
+        raise InputError(path, f"not a valid frontier.json ({e.error_count()} errors)") from None
+
+
+def write_schema(path: str | Path) -> None:
+    schema = FrontierRecord.model_json_schema()
+    Path(path).write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":  # pragma: no cover - exercised by `make schema`
+    write_schema(sys.argv[1] if len(sys.argv) > 1 else "schemas/frontier.schema.json")
+    print("schema written")
