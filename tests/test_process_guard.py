@@ -27,7 +27,7 @@ DIABETES = Run("guard", "diabetes", "rf", 20, 2, "pace", 0.1)
 
 #: --time-limit of the cut run: far longer than the first certificate takes even on a
 #: loaded machine, far shorter than the search. Measured from process start: 1.1 s on
-#: an idle 2-core machine; 18.7 s beside two CPU-bound processes while other test runs
+#: an idle 2-core machine; 18.7 s beside four CPU-bound processes while other test runs
 #: kept the load at 9 (the process had 1.5 s of CPU in its first 23 s). A 6 s limit
 #: failed on a loaded machine: exit 2, nothing certified yet.
 LIMIT = 40.0
