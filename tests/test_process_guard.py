@@ -13,12 +13,24 @@ import textwrap
 import time
 from pathlib import Path
 
+import onnx
 import pytest
+
+from pace_cert.model.onnx_reader import ensemble_from_model
 
 from .behaviour import Run, _model_and_data
 
-DIABETES = Run("guard", "diabetes", "rf", 20, 2, "pace", 0.1)  # certifies 6 trees early,
-# then searches on for minutes
+DIABETES = Run("guard", "diabetes", "rf", 20, 2, "pace", 0.1)
+# Its first search step, the L1 loop on a domain small enough to screen every cell,
+# certifies 15 trees in two rounds, within 0.2 s of CPU after the data is read; the
+# search then goes on for minutes: the limit, not the search, ends a limited run.
+
+#: --time-limit of the cut run: far longer than the first certificate takes even on a
+#: loaded machine, far shorter than the search. Measured from process start: 1.1 s on
+#: an idle 2-core machine; 18.7 s beside four CPU-bound processes while other test runs
+#: kept the load at 9 (the process had 1.5 s of CPU in its first 23 s). A 6 s limit
+#: failed on a loaded machine: exit 2, nothing certified yet.
+LIMIT = 40.0
 
 
 def _cli(*args) -> list[str]:
@@ -40,19 +52,28 @@ def diabetes(tmp_path_factory) -> tuple[Path, Path]:
 
 
 def test_a_run_cut_by_its_limit_keeps_the_smaller_model_it_certified(diabetes, tmp_path):
+    """The limit ends a search that would go on for minutes; what is on disk is the
+    smallest model certified by then (the first step's 15 trees or fewer).
+
+    How far past T the process ends is not asserted to the second here: on a starved
+    machine the summary printed after the run can itself take seconds. The guard's
+    deadline is pinned by ``test_the_guard_ends_the_process_between_commits`` and the
+    1.05 T + 5 s contract measured by the benchmarks; this bound fails only if the
+    limit did not end the search."""
     model, data = diabetes
-    limit = 6.0
     t0 = time.perf_counter()
     res = subprocess.run(
         _cli("compress", model, "--data", data, "--out", tmp_path, "--eta", "0.1",
-             "--time-limit", limit, "--quiet"),
-        capture_output=True, text=True, timeout=120,
+             "--time-limit", LIMIT, "--quiet"),
+        capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     wall = time.perf_counter() - t0
     assert res.returncode == 0, res.stderr
-    assert wall <= 1.05 * limit + 5, wall
+    assert wall < 2 * LIMIT + 30, wall  # the search alone takes minutes
     cert = _consistent(tmp_path)
     assert cert["summary"]["certified"] and cert["summary"]["trees_after"] < 20
+    written, _ = ensemble_from_model(onnx.load(tmp_path / "compressed.onnx"))
+    assert written.n_trees == cert["summary"]["trees_after"]
 
 
 def test_sigterm_leaves_the_best_certified_model(diabetes, tmp_path):

@@ -154,8 +154,10 @@ def test_a_task_with_no_answer_by_the_deadline_is_unknown_and_cancelled(local_ra
     got = _separate(original, cand, 2, Budget.seconds(1.0), backend="ray")
     took = time.perf_counter() - t
     assert [r.status for r in got] == ["UNKNOWN"] * len(got)
-    assert took < 1.0 + ray_backend.RESULT_GRACE_SECONDS + 2.0, took
-    end = time.perf_counter() + 20
+    # far below the 600 s the task hangs; generous over the 1 s deadline + grace, which
+    # a loaded machine can stretch by seconds (setting up the oracle, scheduling)
+    assert took < 1.0 + ray_backend.RESULT_GRACE_SECONDS + 60.0, took
+    end = time.perf_counter() + 120
     while ray.available_resources().get("CPU", 0) < 2 and time.perf_counter() < end:
         time.sleep(0.1)
     assert ray.available_resources().get("CPU", 0) == 2
@@ -285,7 +287,9 @@ def test_a_cancelled_task_stops_its_search_under_repeated_cancels():
             ctypes.c_ulong(th.ident), ctypes.py_object(KeyboardInterrupt)
         )
         time.sleep(0.02)
-    th.join(10)
+    th.join(30)  # the search, not stopped, would run 60 s
     assert not th.is_alive() and outcome == ["cancelled"], outcome
-    time.sleep(0.2)
+    end = time.perf_counter() + 20  # the helper thread's last steps, on a loaded machine
+    while threading.active_count() > before and time.perf_counter() < end:
+        time.sleep(0.05)
     assert threading.active_count() == before  # no CP-SAT thread left searching

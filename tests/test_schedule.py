@@ -56,17 +56,14 @@ def test_after_a_level_wins_the_next_pairs_start_with_it():
     settings = OracleSettings(escalate_seconds=0.2)
     order = LevelOrder((0, 1))
     log: list = []
-    t = time.perf_counter()
     res = run_race(pairs, _attempts(1, log), 2, None, seed=0, levels=order, settings=settings)
-    took = time.perf_counter() - t
     assert [r.status for r in res] == ["INFEASIBLE"] * len(pairs)
     firsts = {}
     for pr, level in log:
         firsts.setdefault(pr, level)
     late = [firsts[pr] for pr in pairs[3:]]
-    assert late == [1, 1, 1], log
+    assert late == [1, 1, 1], log  # not one escalation per pair
     assert order.levels[0] == 1
-    assert took < 0.2 * len(pairs), took  # not one escalation per pair
     log.clear()
     run_race(pairs, _attempts(1, log), 2, None, seed=0, levels=order, settings=settings)
     firsts = {}
