@@ -28,7 +28,7 @@ def report(
     hashes, region and coverage, sizes and bound, proofs, history, what verify checks."""
 
     def body() -> int:
-        from pace_cert.report import write_any_report
+        from pace_cert.frontier.report import write_any_report
 
         for page in write_any_report(certificate, out):
             typer.echo(f"wrote {page}")

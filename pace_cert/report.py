@@ -50,28 +50,6 @@ svg{display:block;margin:8px 0}svg text{font:12px system-ui,sans-serif;fill:#222
 """
 
 
-def write_any_report(path: Path, out: Path) -> list[Path]:
-    """The report of ``path``: a frontier.json (the frontier page and each rung's page)
-    or a certificate.json; returns the pages written."""
-    from pace_cert.frontier.report import write_frontier_report
-
-    if _is_frontier(Path(path)):
-        return write_frontier_report(Path(path), Path(out))
-    write_report(path, out)
-    return [Path(out)]
-
-
-def _is_frontier(path: Path) -> bool:
-    """Whether ``path`` is a frontier.json: a JSON object with a ``rungs`` list."""
-    import json
-
-    try:
-        doc = json.loads(path.read_bytes())
-    except (OSError, ValueError):
-        return False  # write_report says what is wrong with it
-    return isinstance(doc, dict) and isinstance(doc.get("rungs"), list)
-
-
 def write_report(cert_path: Path, out: Path) -> None:
     """Read ``cert_path`` and write the report to ``out`` (atomically); InputError for
     an unreadable or invalid certificate or an output path that cannot be written."""

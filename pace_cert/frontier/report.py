@@ -139,3 +139,25 @@ def frontier_svg(rec: FrontierRecord) -> str:
                 "</title></line>"
             )
     return svg(width, height, "certified trees against the region's coverage", "".join(parts))
+
+
+def write_any_report(path: Path, out: Path) -> list[Path]:
+    """The report of ``path``: a frontier.json (the frontier page and each rung's page)
+    or a certificate.json; returns the pages written."""
+    from pace_cert.report import write_report
+
+    if _is_frontier(Path(path)):
+        return write_frontier_report(Path(path), Path(out))
+    write_report(path, out)
+    return [Path(out)]
+
+
+def _is_frontier(path: Path) -> bool:
+    """Whether ``path`` is a frontier.json: a JSON object with a ``rungs`` list."""
+    import json
+
+    try:
+        doc = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return False  # write_report says what is wrong with it
+    return isinstance(doc, dict) and isinstance(doc.get("rungs"), list)
