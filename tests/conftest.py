@@ -19,6 +19,26 @@ from pathlib import Path
 import pytest
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _each_invocation_is_its_own_process():
+    """An in-process ``CliRunner`` call counts its ``--time-limit`` from the call.
+
+    The CLI counts the limit from process start (``pace_cert.budget.process_start``), as
+    a user's ``pace-cert`` process should. Inside an xdist worker that has run for
+    minutes, that start lies before the test: a ``--time-limit 120`` test late in the
+    suite (or on a loaded machine) would find its time spent before it began (CI: two
+    NaN-row tests ended 'nothing smaller certified (0.0s)'). Each in-process invocation
+    therefore starts its own clock, as its own process would; the process-start rule
+    itself is pinned by the subprocess tests in ``test_process_guard.py``."""
+    import time
+
+    from pace_cert import budget
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(budget, "process_start", time.perf_counter)
+        yield
+
+
 def _shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     base = tmp_path_factory.getbasetemp()
     root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base

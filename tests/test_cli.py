@@ -477,3 +477,18 @@ def test_float32_overflow_error_is_one_line_in_a_real_process(tmp_path, seeds):
     assert proc.returncode == 3
     assert_nothing_written(out)
     assert proc.stderr.strip().splitlines() == ["error: " + f"{data}: a value overflows float32"]
+
+
+def test_an_in_process_run_counts_its_limit_from_the_call():
+    """The suite's in-process CLI calls count --time-limit from the call, not from the
+    xdist worker's start (tests/conftest.py): a worker older than a test's limit would
+    otherwise end the run before its first step (CI: 'nothing smaller certified
+    (0.0s)'). The process-start rule of a real process is pinned in
+    test_process_guard.py."""
+    import time
+
+    from pace_cert import budget
+
+    t0 = time.perf_counter()
+    assert budget.process_start() >= t0
+    assert budget.Budget.seconds(5.0, start=budget.process_start()).left() > 4.0

@@ -260,3 +260,31 @@ def test_lightgbm_behind_a_scaler_in_a_skl2onnx_pipeline():
     assert ens.pattern == "onnxmltools-lightgbm/argmax" and ens.input_folding is not None
     P = _points(ens, X)
     assert list(ens.predict(P)) == list(_ort(model, P))
+
+
+@pytest.mark.parametrize(
+    "kind, own, admitted",
+    [
+        ("rf", "RandomForestClassifier", "RandomForestClassifier, ExtraTreesClassifier or"),
+        ("et", "ExtraTreesClassifier", "RandomForestClassifier, ExtraTreesClassifier or"),
+        ("gb", "GradientBoostingClassifier", "GradientBoostingClassifier or HistGradient"),
+    ],
+)
+def test_a_family_is_named_in_scikit_learns_class_names(kind, own, admitted):
+    """The same forest is a RandomForestClassifier alone and, behind a Scaler where
+    skl2onnx does not name the estimator, one of the classes its rule admits: never
+    another word ("forest or decision tree") for the same thing (issue 47, item 5)."""
+    from sklearn.preprocessing import StandardScaler
+    from skl2onnx import to_onnx
+
+    from pace_cert.model.ensemble import family_of
+
+    X, y, _ = zoo.load_dataset("seeds")
+    X = X.astype(np.float32)
+    alone = zoo.make_model(kind, 3, 2, 0).fit(X, y)
+    ens, _ = ensemble_from_model(to_onnx(alone, X[:1]))
+    assert family_of(ens) == f"scikit-learn {own} (skl2onnx)"
+    _, model = bm.pipeline(X, y, [StandardScaler()], zoo.make_model(kind, 3, 2, 0))
+    ens, _ = ensemble_from_model(model)
+    assert family_of(ens).startswith(f"scikit-learn Pipeline ending in a {admitted}")
+    assert "forest or decision tree" not in family_of(ens)

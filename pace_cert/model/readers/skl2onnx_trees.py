@@ -21,8 +21,9 @@ rules are :func:`~pace_cert.model.tree_ensemble_op.decision_rule`'s:
 The post transform never matters: onnxruntime takes the label before it.
 
 The family is named from skl2onnx's graph name ``ONNX(<estimator class>)`` when it is a
-known classifier, else (``ONNX(Pipeline)``) from the attributes: gradient boosting when
-there are base values or a LOGISTIC/SOFTMAX transform, a forest otherwise. The name
+known classifier, else (``ONNX(Pipeline)``) from the attributes, in the same class
+names: GradientBoosting or HistGradientBoosting when there are base values or a
+LOGISTIC/SOFTMAX transform, RandomForest, ExtraTrees or DecisionTree otherwise. The name
 does not change the rule.
 """
 
@@ -49,12 +50,22 @@ SKLEARN_CLASSIFIERS = (
 )
 
 
+#: the scikit-learn classes one TreeEnsembleClassifier can come from, by its rule: the
+#: names a family is given when the graph does not name its estimator (a Pipeline)
+FOREST_CLASSES = "RandomForestClassifier, ExtraTreesClassifier or DecisionTreeClassifier"
+BOOSTING_CLASSES = "GradientBoostingClassifier or HistGradientBoostingClassifier"
+
+
 def sklearn_family(model: onnx.ModelProto, tec: ParsedTrees) -> str:
+    """The family in scikit-learn's class names: the estimator's own when skl2onnx named
+    the graph after it, else (a Pipeline) the classes its rule admits, so a forest is a
+    RandomForestClassifier or "RandomForestClassifier, ExtraTreesClassifier or ..."
+    everywhere, never another word for the same thing."""
     m = re.fullmatch(r"ONNX\((\w+)\)", model.graph.name)
     if m and m.group(1) in SKLEARN_CLASSIFIERS:
         return f"scikit-learn {m.group(1)} (skl2onnx)"
     boosting = len(tec.base) > 0 or tec.post_transform in ("LOGISTIC", "SOFTMAX")
-    what = "gradient boosting" if boosting else "forest or decision tree"
+    what = BOOSTING_CLASSES if boosting else FOREST_CLASSES
     if model.graph.name == "ONNX(Pipeline)":
         return f"scikit-learn Pipeline ending in a {what} (skl2onnx)"
     return f"scikit-learn {what} (skl2onnx)"
