@@ -274,8 +274,8 @@ def test_a_family_is_named_in_scikit_learns_class_names(kind, own, admitted):
     """The same forest is a RandomForestClassifier alone and, behind a Scaler where
     skl2onnx does not name the estimator, one of the classes its rule admits: never
     another word ("forest or decision tree") for the same thing (issue 47, item 5)."""
-    from sklearn.preprocessing import StandardScaler
     from skl2onnx import to_onnx
+    from sklearn.preprocessing import StandardScaler
 
     from pace_cert.model.ensemble import family_of
 
