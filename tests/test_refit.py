@@ -133,6 +133,32 @@ def test_child_options_do_not_depend_on_the_chunking():
     assert whole[1].any() and not whole[1].all()
 
 
+def test_a_stopped_partner_search_offers_only_the_roots_it_scanned():
+    """``stop()`` ends the scan between chunks of roots (a refit step's budget: on raw
+    features one scan took 13 s and the step ran past its share, leaving the pruning
+    bound no time); what was scanned is exact, the rest is not offered."""
+    rng = np.random.default_rng(5)
+    n, k, n_a = 60, 3, 4
+    buckets = rng.integers(0, 4, size=(n, 3))
+    a = rng.integers(0, n_a, size=n)
+    y = (buckets[:, 0] >= 2).astype(int) + (buckets[:, 1] >= 1)
+    roots = [(c, i) for c in range(3) for i in range(3)]
+    n_cuts = np.array([3, 3, 3])
+    whole = refit._child_options(a, y, buckets, roots, n_cuts, k, n_a, chunk=1)
+    calls = []
+    stop = lambda: calls.append(1) or len(calls) > 2  # noqa: E731
+    cut = refit._child_options(a, y, buckets, roots, n_cuts, k, n_a, chunk=1, stop=stop)
+    assert len(cut[0]) == 2 * 3  # three roots scanned: the first chunk, then two more
+    assert np.array_equal(cut[0], whole[0][:6]) and np.array_equal(cut[1], whole[1][:6])
+    # partners stopped at once still scans its first chunk (here: every root)
+    thresholds = tuple(np.array([0.5, 1.5, 2.5], np.float32) for _ in range(3))
+    splits = {f: np.array([0, 1, 2]) for f in range(3)}
+    full = refit.partners(a, y, buckets, splits, thresholds, k, 2)
+    stopped = refit.partners(a, y, buckets, splits, thresholds, k, 2, stop=lambda: True)
+    assert full and len(stopped) == len(full)
+    assert all(np.array_equal(u.threshold, v.threshold) for u, v in zip(stopped, full))
+
+
 def _refit_beats_prune(tmp_path, dataset: str, n: int) -> None:
     """RF n x depth 2 (harness seed 0, 80 % split), eta = delta = 0.1: PACE's kept
     model comes from the refit phase, is smaller than prune-only's, has only new trees,

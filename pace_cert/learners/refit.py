@@ -118,19 +118,25 @@ def pool_splits(learners: list[Tree], thresholds: tuple[np.ndarray, ...]) -> dic
     return {f: np.array(sorted(js), np.int64) for f, js in sorted(cuts.items())}
 
 
-def _child_options(a, y, buckets, roots, n_cuts, k: int, n_a: int, chunk: int = 2_000_000):
+def _child_options(
+    a, y, buckets, roots, n_cuts, k: int, n_a: int, chunk: int = 2_000_000, stop=None
+):
     """For every root split r = (c, i) (feature column c of ``buckets``, cut i) and side
     (cell <= cut, then above): (leaf_ok[2r + side], split_ok[2r + side]) where leaf_ok
     says every leaf of A (ranks ``a``) holds one label among that side's samples, and
     split_ok[., c', i'] says so for both parts after the split (c', i'). One histogram
     over (root, side, feature, A leaf, bucket, label) per chunk of roots (``chunk``
-    bounds its entries and the codes' root x sample x feature entries)."""
+    bounds its entries and the codes' root x sample x feature entries). ``stop()``
+    (checked before each chunk after the first) ends the scan early: the arrays then
+    cover the first roots only (on raw features a scan can take many seconds)."""
     n, F = buckets.shape
     m = int(n_cuts.max()) + 1  # buckets between consecutive cuts
     per = max(1, chunk // max(1, n * F, 2 * F * n_a * m * k))  # roots per histogram
     leaf_ok, split_ok = [], []
     base = (np.arange(F)[None, :] * n_a + a[:, None]) * m + buckets  # [n, F]
     for at in range(0, len(roots), per):
+        if at and stop is not None and stop():
+            break
         rs = roots[at : at + per]
         R = len(rs)
         side = np.stack([buckets[:, c] > i for c, i in rs]).astype(np.int64)  # [R, n]
@@ -157,13 +163,15 @@ def partners(
     depth: int,
     limit: int = 50,
     per_side: int = 3,
+    stop=None,
 ) -> list[Tree]:
     """Trees B of depth <= min(depth, 2) built from ``splits`` (per feature, cut
     indices into ``thresholds``) whose joint partition with a tree A (leaf ranks ``a``
     per sample) holds one label per cell on the samples (``cells``: their cell indices,
     ``y0``: labels): every root split, then up to ``per_side`` pure options per child
     (a leaf first; a split only where a leaf is not pure). At most ``limit`` trees,
-    leaf values 0 (set by the indicators)."""
+    leaf values 0 (set by the indicators). ``stop()``: a callable that ends the search
+    early (then only the roots scanned so far are offered)."""
     feats = list(splits)
     if not feats:
         return []
@@ -172,9 +180,9 @@ def partners(
     buckets = np.stack([np.searchsorted(splits[f], cells[:, f], side="left") for f in feats], 1)
     n_cuts = np.array([len(splits[f]) for f in feats])
     roots = [(c, i) for c, f in enumerate(feats) for i in range(len(splits[f]))]
-    leaf_ok, split_ok = _child_options(a, np.asarray(y0), buckets, roots, n_cuts, k, n_a)
+    leaf_ok, split_ok = _child_options(a, np.asarray(y0), buckets, roots, n_cuts, k, n_a, stop=stop)
     out: list[Tree] = []
-    for r, (c, i) in enumerate(roots):
+    for r, (c, i) in enumerate(roots[: len(leaf_ok) // 2]):
         sides = []
         for g in (2 * r, 2 * r + 1):
             if leaf_ok[g]:

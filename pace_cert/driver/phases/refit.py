@@ -113,7 +113,7 @@ def refit_partitions(state: RunState, max_size: int, budget: Budget) -> PhaseRes
         joint = np.unique(ids.T, axis=0, return_inverse=True)[1].ravel()
         cells = state.domain.cell_index(state.X)
         th = state.domain.thresholds
-        for c in refit.partners(joint, state.y0, cells, splits, th, k, depth):
+        for c in refit.partners(joint, state.y0, cells, splits, th, k, depth, stop=budget.expired):
             yield [*base, c]
 
     def bases(size: int):
