@@ -100,13 +100,16 @@ class L0Tuning:
     for the L0 loop before the fallbacks; ``reweight_rounds``, ``reweight_eps``:
     reweighted L1 (costs 1 / (w + eps * max w)); ``fallback``: "grow" (reweighted L1,
     then column growth) or "reweight" (reweighted L1 only); ``grow_rho``: a learner
-    joins while the max normalised margin is below this."""
+    joins while the max normalised margin is below this (and shrinking removes one
+    only while the rest keeps it); ``shrink_rounds``: rounds of the faithful loop per
+    removal the shrink fallback tries (0: no shrinking)."""
 
     share: float = 0.5
     reweight_rounds: int = 8
     reweight_eps: float = 0.01
     fallback: str = "grow"
     grow_rho: float = 1e-3
+    shrink_rounds: int = 3
 
 
 @dataclass(frozen=True)
@@ -289,6 +292,7 @@ RULES: tuple[Rule, ...] = (
     Rule("l0.reweight_eps", lambda v: _finite(v) and v > 0, "be > 0"),
     _choice("l0.fallback"),
     Rule("l0.grow_rho", lambda v: _finite(v) and v > 0, "be > 0"),
+    _count("l0.shrink_rounds"),
     _share("pace.prune_share"),
     _share("pace.generate_share"),
     _share("pace.boost_share"),

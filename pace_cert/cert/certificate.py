@@ -287,9 +287,9 @@ class Summary(_Strict):
         description="phase whose model was kept: merge (the original, trees sharing every "
         "split merged, possibly without trees that split no witnessed gap), free-removal "
         "(the original without trees no region input can notice), l1, l0, "
-        "l0-grow, l0-reweighted, eliminate, boost, l0-enriched, refit, synth, l0-enriched-grow, "
-        "l0-enriched-reweighted, l1-generated or start (the model of a frontier's "
-        "enclosing rung, certified again in this region)"
+        "l0-grow, l0-reweighted, l0-shrink, eliminate, shrink, boost, l0-enriched, refit, synth, "
+        "l0-enriched-grow, l0-enriched-reweighted, l0-enriched-shrink, l1-generated or start "
+        "(the model of a frontier's enclosing rung, certified again in this region)"
     )
     trees_before: int
     trees_after: int
@@ -310,7 +310,7 @@ class Summary(_Strict):
         "those samples by a margin that float32 inference resolves) and the kept "
         "model has that many learners; false when an L0 problem was solved but that is "
         "not established (time-limited solves, or a larger fallback: l1, l0-grow, l0-reweighted, "
-        "boost); null when no L0 problem was solved. When a big-M MILP took part "
+        "l0-shrink, boost); null when no L0 problem was solved. When a big-M MILP took part "
         "(l0_big_m not null), the proof may be the MILP's, which only rules out smaller "
         "weightings whose weights stay below l0_big_m"
     )

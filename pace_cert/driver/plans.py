@@ -17,6 +17,7 @@ from pace_cert.driver.phases.l0 import L0Loop
 from pace_cert.driver.phases.l1 import L1Loop, L1Refresh
 from pace_cert.driver.phases.merge_original import MergeAfter, MergeFirst
 from pace_cert.driver.phases.refit import Refit
+from pace_cert.driver.phases.shrink import ShrinkStep
 from pace_cert.driver.phases.start_from import StartFrom
 from pace_cert.driver.phases.synth import Synth, SynthBound
 from pace_cert.driver.phases.witness_bound import WitnessBound
@@ -48,6 +49,7 @@ PLANS: dict[str, Plan] = {
             MergeAfter(),  # the merged original, when smaller than the L1 model
             WitnessBound(),
             Eliminate(),  # large domains, nothing smaller certified: remove trees one by one
+            ShrinkStep(),  # then one by one with max-margin weights
             L0Loop("l0"),  # L0 on the original trees (fallbacks under a time limit)
             WitnessBound(),
         ),
@@ -74,6 +76,7 @@ PLANS: dict[str, Plan] = {
             MergeAfter(),
             WitnessBound(),
             Eliminate(),
+            ShrinkStep(),
             L0Loop("l0"),  # prune first: PACE is never larger than prune
             WitnessBound(),
             SynthBound(),  # depth <= 2: CP-SAT proofs of a lower bound on the size

@@ -7,8 +7,9 @@ from the smallest certified model.
 Under a time limit, and when a certified model with more than one learner exists, the
 L0 loop first gets ``l0.share`` of the time left. On large domains it may not converge
 (every optimal support of the samples is falsified in turn); if it has not certified by
-then, the fallbacks run in order (reweighted L1, then column growth from the last L0
-candidate's support), each offering certified, smaller models. The L0 loop then
+then, the fallbacks run in order (reweighted L1, column growth from the last L0
+candidate's support, then shrinking the smallest certified model a learner at a time),
+each offering certified, smaller models. The L0 loop then
 continues on the same master (its cuts, last support and samples kept) with the time
 still left. After an L0 loop certified a support its MILP had not proved optimal (a
 per-solve limit stopped it), the master is re-solved with the time left until it proves
@@ -26,13 +27,14 @@ from pace_cert.driver.l0_master import L0Master
 from pace_cert.driver.loop import faithful_loop
 from pace_cert.driver.phases.grow import ColumnGrowth
 from pace_cert.driver.phases.reweight import ReweightedL1
+from pace_cert.driver.phases.shrink import Shrink
 from pace_cert.driver.result import Offer, PhaseResult
 from pace_cert.driver.state import RunState
 from pace_cert.driver.step import BaseStep
 from pace_cert.model.ensemble import Tree
 
 #: the fallbacks of an L0 loop that did not certify in its share, in order
-FALLBACKS = (ReweightedL1(), ColumnGrowth())
+FALLBACKS = (ReweightedL1(), ColumnGrowth(), Shrink())
 
 
 def _offer_l0(state: RunState, res: PhaseResult, name: str) -> Offer:
@@ -101,8 +103,9 @@ def l0_loops(
         guide = master.last.weights > 0 if master.last is not None else None
         for fallback in FALLBACKS:
             if not budget.expired() and fallback.applies(state, guide):
-                res = fallback.run(state, learners, guide, budget)
-                yield Offer(res, name + fallback.suffix)
+                got = fallback.run(state, learners, guide, budget)  # one result or several
+                for res in [got] if isinstance(got, PhaseResult) else got:
+                    yield Offer(res, name + fallback.suffix)
     l0 = faithful_loop(state, "l0", lambda A: master.solve(A, budget), learners, budget)
     yield _offer_l0(state, l0, name)
     yield from _improve(state, l0, master, learners, name, budget)
