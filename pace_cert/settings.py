@@ -102,14 +102,15 @@ class L0Tuning:
     then column growth) or "reweight" (reweighted L1 only); ``grow_rho``: a learner
     joins while the max normalised margin is below this (and shrinking removes one
     only while the rest keeps it); ``shrink_rounds``: rounds of the faithful loop per
-    removal the shrink fallback tries (0: no shrinking)."""
+    removal the shrink step tries (0, the default: no shrinking; 3 measured, not kept:
+    benchmarks/results/studies/shrink.md)."""
 
     share: float = 0.5
     reweight_rounds: int = 8
     reweight_eps: float = 0.01
     fallback: str = "grow"
     grow_rho: float = 1e-3
-    shrink_rounds: int = 3
+    shrink_rounds: int = 0
 
 
 @dataclass(frozen=True)

@@ -29,12 +29,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_case(dataset: str, n: int, mode: str, time_limit: float, **tuning) -> dict:
-    """One compress run of the case (``tuning``: CompressConfig tuning fields)."""
+    """One compress run of the case (``tuning``: CompressConfig fields by name)."""
     cfg = harness.Config(dataset, "rf", n, 2, mode, 0.1, 0.1, 0)
     prep = harness.prepare(cfg)
-    cc = CompressConfig.of(
-        mode=mode, eta=0.1, delta=0.1, time_limit=time_limit, threads=2, **tuning
-    )
+    settings = {"mode": mode, "eta": 0.1, "delta": 0.1, "time_limit": time_limit, "threads": 2}
+    cc = CompressConfig.of(**{**settings, **tuning})
     t0 = time.perf_counter()
     res = compress(prep.original, prep.X_train, cc)
     seconds = time.perf_counter() - t0

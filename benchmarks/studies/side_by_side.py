@@ -1,0 +1,94 @@
+"""Tuning variants side by side on paper Table 2's forests.
+
+For each case (random forest, depth 2, eta = delta = 0.1, seed 0, the harness's
+preprocessing, 2 threads) one compress run per variant in this process, one after the
+other. A variant is ``NAME=JSON``: CompressConfig fields by their own names (tuning
+fields or user fields such as ``milp``), e.g. ``off='{"shrink_rounds": 0}'``. The row
+gives each run's certified size, the phase that found it and the checkable pruning
+bound its certificate states, and the paper's prune-only size. Runs with 2 threads are
+not bit-for-bit repeatable, so a difference of a tree or two can be noise.
+
+    python -m benchmarks.studies.side_by_side --time-limit 100 \\
+        --variant 'off={"shrink_rounds": 0}' --variant 'on={"shrink_rounds": 3}' \\
+        --out benchmarks/results/studies/shrink.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+from pathlib import Path
+
+from benchmarks import harness
+from benchmarks.harness import paper_values as pv
+from benchmarks.studies.pruning_bound import CASES, ROOT, run_case
+
+
+def parse_variant(text: str) -> tuple[str, dict]:
+    name, _, settings = text.partition("=")
+    return name, json.loads(settings or "{}")
+
+
+def render(rows: list[dict], variants: list[tuple[str, dict]], command: str, commit: str) -> str:
+    head = ["dataset", "n"]
+    for name, _ in variants:
+        head += [f"{name}: trees", "phase", "bound"]
+    head.append("paper prune S")
+    lines = [
+        "# Variants side by side (Table 2 forests)",
+        "",
+        f"- command: `{command}`",
+        f"- commit: {commit}; date (UTC): {harness.now()}",
+        "- random forests depth 2, eta = delta = 0.1, seed 0, harness preprocessing, 2 threads;"
+        " the runs of a row one after the other in one process",
+        "- variants: " + "; ".join(f"`{n}` = `{json.dumps(s)}`" for n, s in variants),
+        "",
+        "`bound`: the pruning lower bound each run's certificate states (verify re-checks "
+        "it); `phase`: the step whose model was kept.",
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
+    for r in rows:
+        pp = pv.pruning_table("rf", r["dataset"], r["n"], "prune")
+        cells = [r["dataset"], r["n"]]
+        for name, _ in variants:
+            cells += [r[name]["after"], r[name]["phase"], r[name]["bound"]]
+        cells.append("--" if pp is None else pp.S)
+        lines.append("| " + " | ".join("-" if c is None else str(c) for c in cells) + " |")
+    if rows:
+        totals = ", ".join(f"{n} {sum(r[n]['after'] for r in rows)}" for n, _ in variants)
+        lines += ["", f"Trees in all ({len(rows)} cases): {totals}."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.studies.side_by_side")
+    ap.add_argument("--time-limit", type=float, default=100.0)
+    ap.add_argument("--mode", default="prune", choices=("prune", "pace"))
+    ap.add_argument("--only", default=None, help="regex on 'dataset-nN'")
+    ap.add_argument("--variant", action="append", type=parse_variant, required=True)
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args(argv)
+    command = "python -m benchmarks.studies.side_by_side " + " ".join(
+        f"'{a}'" if "{" in a else a for a in (argv or [])
+    )
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True, cwd=ROOT).stdout.strip()  # fmt: skip
+    rows = []
+    for ds, n in harness.select_cases(CASES, args.only):
+        row: dict = {"dataset": ds, "n": n}
+        for name, settings in args.variant:
+            row[name] = run_case(ds, n, args.mode, args.time_limit, **settings)
+        rows.append(row)
+        said = ", ".join(f"{name} {row[name]['after']}" for name, _ in args.variant)
+        print(f"{ds} n{n}: {said}", flush=True)
+        if args.out is not None:
+            args.out.write_text(render(rows, args.variant, command.strip(), commit))
+    print(render(rows, args.variant, command.strip(), commit))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
