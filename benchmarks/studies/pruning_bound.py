@@ -54,28 +54,37 @@ def run_case(dataset: str, n: int, mode: str, time_limit: float, **tuning) -> di
     }  # fmt: skip
 
 
+def header(title: str, command: str, commit: str, notes: list[str], head) -> list[str]:
+    """A Table 2 study's markdown up to its table's rule line: title, command, commit,
+    the setting, ``notes`` (markdown lines) and the column names ``head``."""
+    return [
+        f"# {title}",
+        "",
+        f"- command: `{command}`",
+        f"- commit: {commit}; date (UTC): {harness.now()}",
+        "- random forests depth 2, eta = delta = 0.1, seed 0, harness preprocessing, 2 threads",
+        *notes,
+        "",
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * len(head),
+    ]
+
+
 def render(rows: list[dict], command: str, commit: str) -> str:
     head = ("dataset", "n", "mode", "certified", "phase", "T (s)", "pruning bound",
             "gap", "within max(1,10%)", "exact on points", "cuts", "points", "bound T (s)",
             "witness bound", "paper prune S", "paper PACE S",
             "paper prune below our bound?")  # fmt: skip
-    lines = [
-        "# Certified size against the checkable pruning lower bound (Table 2 forests)",
-        "",
-        f"- command: `{command}`",
-        f"- commit: {commit}; date (UTC): {harness.now()}",
-        "- random forests depth 2, eta = delta = 0.1, seed 0, harness preprocessing, 2 threads",
-        "",
+    note = (
         "`pruning bound`: no pruning of the original (subset of its trees, weights >= 0, "
         "any class offsets) with fewer trees is faithful in the region; stated in the "
         "certificate and re-checked by `pace-cert verify`. `exact on points`: a pruning of "
         "that size meets every point the run collected (the bound can only rise with more "
         "points). `paper prune below our bound?`: yes when the paper's prune-only size is "
-        "smaller than a bound we prove (not reachable by pruning in our region).",
-        "",
-        "| " + " | ".join(head) + " |",
-        "|" + "---|" * len(head),
-    ]
+        "smaller than a bound we prove (not reachable by pruning in our region)."
+    )
+    title = "Certified size against the checkable pruning lower bound (Table 2 forests)"
+    lines = header(title, command, commit, ["", note], head)
     for r in rows:
         pp = pv.pruning_table("rf", r["dataset"], r["n"], "prune")
         pa = pv.pruning_table("rf", r["dataset"], r["n"], "pace")

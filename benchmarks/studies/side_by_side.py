@@ -22,7 +22,7 @@ from pathlib import Path
 
 from benchmarks import harness
 from benchmarks.harness import paper_values as pv
-from benchmarks.studies.pruning_bound import CASES, ROOT, run_case
+from benchmarks.studies.pruning_bound import CASES, ROOT, header, run_case
 
 
 def parse_variant(text: str) -> tuple[str, dict]:
@@ -35,21 +35,14 @@ def render(rows: list[dict], variants: list[tuple[str, dict]], command: str, com
     for name, _ in variants:
         head += [f"{name}: trees", "phase", "bound"]
     head.append("paper prune S")
-    lines = [
-        "# Variants side by side (Table 2 forests)",
-        "",
-        f"- command: `{command}`",
-        f"- commit: {commit}; date (UTC): {harness.now()}",
-        "- random forests depth 2, eta = delta = 0.1, seed 0, harness preprocessing, 2 threads;"
-        " the runs of a row one after the other in one process",
-        "- variants: " + "; ".join(f"`{n}` = `{json.dumps(s)}`" for n, s in variants),
+    notes = [
+        "- the runs of a row one after the other in one process; variants: "
+        + "; ".join(f"`{n}` = `{json.dumps(s)}`" for n, s in variants),
         "",
         "`bound`: the pruning lower bound each run's certificate states (verify re-checks "
         "it); `phase`: the step whose model was kept.",
-        "",
-        "| " + " | ".join(head) + " |",
-        "|" + "---|" * len(head),
     ]
+    lines = header("Variants side by side (Table 2 forests)", command, commit, notes, head)
     for r in rows:
         pp = pv.pruning_table("rf", r["dataset"], r["n"], "prune")
         cells = [r["dataset"], r["n"]]
