@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import subprocess
+import sys
 from math import comb
 from pathlib import Path
 
@@ -56,6 +57,7 @@ def c_min_of(d: np.ndarray, c_o: float) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv  # the command line, quoted in results
     ap = argparse.ArgumentParser(prog="python -m benchmarks.studies.cut_counting")
     ap.add_argument("--eta", type=float, default=0.1)
     ap.add_argument("--work", type=Path, default=ROOT / ".bench-real")

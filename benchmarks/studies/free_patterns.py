@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import csv
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -47,6 +48,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv  # the command line, quoted in results
     ap = argparse.ArgumentParser(prog="python -m benchmarks.studies.free_patterns")
     ap.add_argument("--eta", type=float, default=0.1)
     ap.add_argument("--work", type=Path, default=ROOT / ".bench-real")

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -100,6 +101,7 @@ def render(rows: list[dict], command: str, commit: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv  # the command line, quoted in results
     ap = argparse.ArgumentParser(prog="python -m benchmarks.studies.pruning_bound")
     ap.add_argument("--time-limit", type=float, default=100.0)
     ap.add_argument("--mode", default="prune", choices=("prune", "pace"))

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 from benchmarks import harness
@@ -57,6 +58,7 @@ def render(rows: list[dict], variants: list[tuple[str, dict]], command: str, com
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv  # the command line, quoted in results
     ap = argparse.ArgumentParser(prog="python -m benchmarks.studies.side_by_side")
     ap.add_argument("--time-limit", type=float, default=100.0)
     ap.add_argument("--mode", default="prune", choices=("prune", "pace"))
