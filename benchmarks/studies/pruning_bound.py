@@ -100,13 +100,19 @@ def render(rows: list[dict], command: str, commit: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv  # the command line, quoted in results
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.studies.pruning_bound")
+def case_arguments(prog: str) -> argparse.ArgumentParser:
+    """The flags every Table 2 study takes: --time-limit, --mode, --only, --out."""
+    ap = argparse.ArgumentParser(prog=prog)
     ap.add_argument("--time-limit", type=float, default=100.0)
     ap.add_argument("--mode", default="prune", choices=("prune", "pace"))
     ap.add_argument("--only", default=None, help="regex on 'dataset-nN'")
     ap.add_argument("--out", type=Path, default=None)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv  # the command line, quoted in results
+    ap = case_arguments("python -m benchmarks.studies.pruning_bound")
     args = ap.parse_args(argv)
     rows = []
     command = "python -m benchmarks.studies.pruning_bound " + " ".join(argv or [])

@@ -15,15 +15,13 @@ not bit-for-bit repeatable, so a difference of a tree or two can be noise.
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 from benchmarks import harness
 from benchmarks.harness import paper_values as pv
-from benchmarks.studies.pruning_bound import CASES, ROOT, header, run_case
+from benchmarks.studies.pruning_bound import CASES, ROOT, case_arguments, header, run_case
 
 
 def parse_variant(text: str) -> tuple[str, dict]:
@@ -59,12 +57,8 @@ def render(rows: list[dict], variants: list[tuple[str, dict]], command: str, com
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv  # the command line, quoted in results
-    ap = argparse.ArgumentParser(prog="python -m benchmarks.studies.side_by_side")
-    ap.add_argument("--time-limit", type=float, default=100.0)
-    ap.add_argument("--mode", default="prune", choices=("prune", "pace"))
-    ap.add_argument("--only", default=None, help="regex on 'dataset-nN'")
+    ap = case_arguments("python -m benchmarks.studies.side_by_side")
     ap.add_argument("--variant", action="append", type=parse_variant, required=True)
-    ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
     command = "python -m benchmarks.studies.side_by_side " + " ".join(
         f"'{a}'" if "{" in a else a for a in (argv or [])
