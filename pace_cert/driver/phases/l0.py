@@ -8,8 +8,8 @@ Under a time limit, and when a certified model with more than one learner exists
 L0 loop first gets ``l0.share`` of the time left. On large domains it may not converge
 (every optimal support of the samples is falsified in turn); if it has not certified by
 then, the fallbacks run in order (reweighted L1, column growth from the last L0
-candidate's support, then shrinking the smallest certified model a learner at a time),
-each offering certified, smaller models. The L0 loop then
+candidate's support, then, when ``l0.shrink_rounds`` > 0, shrinking the smallest
+certified model a learner at a time), each offering certified, smaller models. The L0 loop then
 continues on the same master (its cuts, last support and samples kept) with the time
 still left. After an L0 loop certified a support its MILP had not proved optimal (a
 per-solve limit stopped it), the master is re-solved with the time left until it proves
