@@ -175,3 +175,25 @@ def run_state(original, X, cfg, progress=None):
     return RunState.create(
         original, X, cfg, Budget.seconds(cfg.time_limit), progress or (lambda _m: None)
     )
+
+
+def assert_faithful_on_every_cell(p, original, path, info, models) -> None:
+    """Every model gives onnxruntime's label of the ONNX file at ``path`` on every cell
+    of the 3-feature domain inside the region (brute force, both through onnxruntime);
+    ``p``: the run state whose domain and region are checked, ``info``: the original's
+    ONNX details the models are written with."""
+    import itertools
+
+    from pace_cert.model import runtime
+    from pace_cert.model.onnx_writer import ensemble_to_onnx
+    from pace_cert.region.masks import region_mask
+
+    dom = p.domain
+    grid = np.array(
+        list(itertools.product(*[dom.reps[i][dom.allowed(i)] for i in range(3)])), np.float32
+    )
+    grid = grid[region_mask(original, p.region.margin, None, grid, dom)]
+    want = runtime.labels(runtime.session(path.read_bytes()), grid)
+    for model in models:
+        comp = runtime.session(ensemble_to_onnx(model, info).SerializeToString())
+        assert np.array_equal(runtime.labels(comp, grid), want)

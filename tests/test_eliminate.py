@@ -5,35 +5,17 @@ label on every cell inside the region (onnxruntime on both files, brute force)."
 from __future__ import annotations
 
 import dataclasses
-import itertools
 
 import numpy as np
 import pytest
 
 from pace_cert import zoo
 from pace_cert.driver.phases.eliminate import Eliminate
-from pace_cert.model import runtime
 from pace_cert.model.onnx_reader import ensemble_from_model, read_ensemble
-from pace_cert.model.onnx_writer import ensemble_to_onnx
 from pace_cert.oracle.settings import OracleSettings
-from pace_cert.region.masks import region_mask
 from pace_cert.settings import CompressConfig
 
-from .helpers import run_state, small_problem
-
-
-def _assert_faithful_on_every_cell(p, original, path, info, models) -> None:
-    """Every model gives onnxruntime's label of the ONNX file at ``path`` on every cell
-    of the 3-feature domain inside the region (brute force, both through onnxruntime)."""
-    dom = p.domain
-    grid = np.array(
-        list(itertools.product(*[dom.reps[i][dom.allowed(i)] for i in range(3)])), np.float32
-    )
-    grid = grid[region_mask(original, p.region.margin, None, grid, dom)]
-    want = runtime.labels(runtime.session(path.read_bytes()), grid)
-    for model in models:
-        comp = runtime.session(ensemble_to_onnx(model, info).SerializeToString())
-        assert np.array_equal(runtime.labels(comp, grid), want)
+from .helpers import assert_faithful_on_every_cell, run_state, small_problem
 
 
 @pytest.mark.parametrize(
@@ -58,7 +40,7 @@ def test_elimination_offers_smaller_certified_models_faithful_on_every_cell(
     sizes = [o.result.model.n_trees for o in offers]
     assert offers and all(o.result.certified and o.name == "eliminate" for o in offers)
     assert sizes[0] < original.n_trees and sizes == sorted(set(sizes), reverse=True)
-    _assert_faithful_on_every_cell(p, original, path, info, [o.result.model for o in offers])
+    assert_faithful_on_every_cell(p, original, path, info, [o.result.model for o in offers])
 
 
 def test_a_score_tree_that_only_adds_a_constant_is_removed_into_the_offsets(tmp_path):
@@ -97,7 +79,7 @@ def test_a_score_tree_that_only_adds_a_constant_is_removed_into_the_offsets(tmp_
     offers = list(Eliminate().run(p, p.budget))
     assert offers and offers[-1].result.model.n_trees < n
     best = offers[-1].result.model
-    _assert_faithful_on_every_cell(p, original, path, info, [best])
+    assert_faithful_on_every_cell(p, original, path, info, [best])
 
 
 @pytest.mark.parametrize(("family", "seed"), [("rf", 5), ("gb", 6), ("ada", 7)])
@@ -160,7 +142,7 @@ def test_free_removal_offers_a_certified_model_faithful_on_every_cell(tmp_path, 
     assert len(offers) == 1 and offers[0].result.certified
     model = offers[0].result.model
     assert model.n_trees <= original.n_trees - len(gone)
-    _assert_faithful_on_every_cell(p, original, path, info, [model])
+    assert_faithful_on_every_cell(p, original, path, info, [model])
 
 
 def test_a_removal_met_only_below_the_float32_guard_is_not_proposed_again():

@@ -19,8 +19,7 @@ from pace_cert.model.onnx_reader import read_ensemble
 from pace_cert.oracle.settings import OracleSettings
 from pace_cert.settings import CompressConfig
 
-from .helpers import run_state, small_problem
-from .test_eliminate import _assert_faithful_on_every_cell
+from .helpers import assert_faithful_on_every_cell, run_state, small_problem
 
 
 def _certified_start(tmp_path, family: str, seed: int, shrink_rounds: int = 3, **tuning):
@@ -59,7 +58,7 @@ def test_shrink_offers_certified_models_one_learner_smaller_faithful_on_every_ce
     sizes = [r.model.n_trees for r in results]
     assert all(r.certified for r in results)
     assert sizes and sizes[0] < start and sizes == sorted(set(sizes), reverse=True)
-    _assert_faithful_on_every_cell(p, original, path, info, [r.model for r in results])
+    assert_faithful_on_every_cell(p, original, path, info, [r.model for r in results])
 
 
 def test_shrink_is_off_by_default_and_for_models_outside_the_pool(tmp_path):
@@ -101,6 +100,6 @@ def test_the_plan_step_shrinks_after_elimination_only(tmp_path):
     assert step.applies(p)
     offers = list(step.run(p, p.budget))
     assert offers and all(o.result.certified and o.name == "shrink" for o in offers)
-    _assert_faithful_on_every_cell(p, original, path, info, [o.result.model for o in offers])
+    assert_faithful_on_every_cell(p, original, path, info, [o.result.model for o in offers])
     p.l1 = L1State(offers[0].result, None, first_certified=True)
     assert not step.applies(p)

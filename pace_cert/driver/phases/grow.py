@@ -13,6 +13,7 @@ below the reweighted model. Gives up once R would reach the best certified size.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -79,8 +80,8 @@ class ColumnGrowth:
 
     def run(
         self, state: RunState, learners: list[Tree], guide: np.ndarray | None, budget: Budget
-    ) -> PhaseResult:
+    ) -> Iterator[PhaseResult]:
         assert guide is not None
         size = state.best_size()
         assert size is not None
-        return column_growth(state, learners, np.flatnonzero(guide), size - 1, budget)
+        yield column_growth(state, learners, np.flatnonzero(guide), size - 1, budget)

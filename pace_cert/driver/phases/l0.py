@@ -33,7 +33,9 @@ from pace_cert.driver.state import RunState
 from pace_cert.driver.step import BaseStep
 from pace_cert.model.ensemble import Tree
 
-#: the fallbacks of an L0 loop that did not certify in its share, in order
+#: the fallbacks of an L0 loop that did not certify in its share, in order; each has
+#: ``suffix``, ``applies(state, guide)`` and ``run(state, learners, guide, budget)``,
+#: which yields the results to offer
 FALLBACKS = (ReweightedL1(), ColumnGrowth(), Shrink())
 
 
@@ -103,8 +105,7 @@ def l0_loops(
         guide = master.last.weights > 0 if master.last is not None else None
         for fallback in FALLBACKS:
             if not budget.expired() and fallback.applies(state, guide):
-                got = fallback.run(state, learners, guide, budget)  # one result or several
-                for res in [got] if isinstance(got, PhaseResult) else got:
+                for res in fallback.run(state, learners, guide, budget):
                     yield Offer(res, name + fallback.suffix)
     l0 = faithful_loop(state, "l0", lambda A: master.solve(A, budget), learners, budget)
     yield _offer_l0(state, l0, name)

@@ -11,6 +11,7 @@ after ``l0.reweight_rounds``. Quick, but often little smaller than the L1 model.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -73,6 +74,6 @@ class ReweightedL1:
 
     def run(
         self, state: RunState, learners: list[Tree], guide: np.ndarray | None, budget: Budget
-    ) -> PhaseResult:
+    ) -> Iterator[PhaseResult]:
         assert state.best is not None
-        return reweighted_l1(state, state.best[0], learners, budget, guide)
+        yield reweighted_l1(state, state.best[0], learners, budget, guide)
