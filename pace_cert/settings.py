@@ -103,7 +103,8 @@ class L0Tuning:
     joins while the max normalised margin is below this (and shrinking removes one
     only while the rest keeps it); ``shrink_rounds``: rounds of the faithful loop per
     removal the shrink step tries (0, the default: no shrinking; 3 measured, not kept:
-    benchmarks/results/studies/shrink.md)."""
+    benchmarks/results/studies/shrink.md); ``descent_rounds``: rounds of the faithful
+    loop the descent gives each size it tries (0: no descent)."""
 
     share: float = 0.5
     reweight_rounds: int = 8
@@ -111,6 +112,7 @@ class L0Tuning:
     fallback: str = "grow"
     grow_rho: float = 1e-3
     shrink_rounds: int = 0
+    descent_rounds: int = 0
 
 
 @dataclass(frozen=True)
@@ -294,6 +296,7 @@ RULES: tuple[Rule, ...] = (
     _choice("l0.fallback"),
     Rule("l0.grow_rho", lambda v: _finite(v) and v > 0, "be > 0"),
     _count("l0.shrink_rounds"),
+    _count("l0.descent_rounds"),
     _share("pace.prune_share"),
     _share("pace.generate_share"),
     _share("pace.boost_share"),

@@ -25,6 +25,7 @@ import numpy as np
 from pace_cert.budget import Budget
 from pace_cert.driver.l0_master import L0Master
 from pace_cert.driver.loop import faithful_loop
+from pace_cert.driver.phases.descent import Descent
 from pace_cert.driver.phases.grow import ColumnGrowth
 from pace_cert.driver.phases.reweight import ReweightedL1
 from pace_cert.driver.phases.shrink import Shrink
@@ -36,7 +37,7 @@ from pace_cert.model.ensemble import Tree
 #: the fallbacks of an L0 loop that did not certify in its share, in order; each has
 #: ``suffix``, ``applies(state, guide)`` and ``run(state, learners, guide, budget)``,
 #: which yields the results to offer
-FALLBACKS = (ReweightedL1(), ColumnGrowth(), Shrink())
+FALLBACKS = (ReweightedL1(), ColumnGrowth(), Descent(), Shrink())
 
 
 def _offer_l0(state: RunState, res: PhaseResult, name: str) -> Offer:
@@ -58,8 +59,10 @@ def _improve(
 ) -> Iterator[Offer]:  # fmt: skip
     """Re-solve a certified but not optimal support with the time left, the certified
     support as the incumbent: a smaller support goes through the faithful loop again,
-    the same one proved optimal sets ``l0_optimal``. Stops when a re-solve brings
-    neither."""
+    the same one proved optimal sets ``l0_optimal``. Under a time limit it goes on until
+    the support is proved optimal or the time is spent (a re-solve stopped by its
+    per-solve limit is not the end: the master keeps its cuts and samples); without a
+    limit it stops when a re-solve brings neither a smaller nor a proved support."""
     while res.certified and not res.optimal and res.model is not None:
         left = budget.left()
         if left is not None and left <= 1.0:
@@ -75,7 +78,12 @@ def _improve(
         if not nxt.certified or nxt.model is None:
             return
         if nxt.model.n_trees >= size and not nxt.optimal:
-            return
+            # a per-solve limit stopped the master before it found a smaller support
+            # or proved this one minimal; under a time limit its cuts and samples stay
+            # and the next re-solve gets the whole time left (an unlimited run stops)
+            if not budget.limited:
+                return
+            continue
         state.say(
             f"[l0] re-solved: {nxt.model.n_trees} learners"
             + (" (optimal on the samples)" if nxt.optimal else "")
