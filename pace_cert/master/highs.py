@@ -1,4 +1,5 @@
-"""HiGHS behind a narrow interface: a quiet, seeded instance and dense-to-sparse loading."""
+"""HiGHS behind a narrow interface: a quiet, seeded instance, dense-to-sparse loading,
+and :func:`run_highs`, the one way to solve: with the time its budget has left."""
 
 from __future__ import annotations
 
@@ -9,7 +10,13 @@ import threading
 import highspy
 import numpy as np
 
+from pace_cert.budget import Budget
+
 INF = highspy.kHighsInf
+
+
+class OutOfTime(RuntimeError):
+    """A solve that needed an optimum stopped at its time limit (the budget ran out)."""
 
 
 _STDOUT_LOCK = threading.Lock()  # fd 1 is process-wide: one redirection at a time
@@ -68,3 +75,26 @@ def load_highs(h, M, cost, lower, upper, row_lo=None, row_hi=None) -> None:
         nz_c.astype(np.int32),
         M[nz_r, nz_c].astype(float),
     )
+
+
+def run_highs(h: highspy.Highs, budget: Budget | None) -> highspy.HighsModelStatus:
+    """Solve ``h`` within the time ``budget`` has left (None or unlimited: no limit);
+    returns the model status (``kTimeLimit`` when the budget stopped it).
+
+    HiGHS compares ``time_limit`` with the instance's run time summed over every
+    ``run()`` (a warm-started model is solved many times), so the option is set to the
+    run time so far plus the time left."""
+    limit = None if budget is None else budget.solver_limit()
+    h.setOptionValue("time_limit", INF if limit is None else h.getRunTime() + limit)
+    h.run()
+    return h.getModelStatus()
+
+
+def solve_optimal(h: highspy.Highs, budget: Budget | None, what: str) -> None:
+    """:func:`run_highs`, for a model whose optimum the caller needs: raises
+    :class:`OutOfTime` at the time limit, RuntimeError for any other non-optimal end."""
+    st = run_highs(h, budget)
+    if st == highspy.HighsModelStatus.kTimeLimit:
+        raise OutOfTime(f"{what}: the time limit stopped HiGHS")
+    if st != highspy.HighsModelStatus.kOptimal:
+        raise RuntimeError(f"{what} not optimal: {h.modelStatusToString(st)}")

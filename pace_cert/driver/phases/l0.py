@@ -31,6 +31,7 @@ from pace_cert.driver.phases.shrink import Shrink
 from pace_cert.driver.result import Offer, PhaseResult
 from pace_cert.driver.state import RunState
 from pace_cert.driver.step import BaseStep
+from pace_cert.master.highs import OutOfTime
 from pace_cert.model.ensemble import Tree
 
 #: the fallbacks of an L0 loop that did not certify in its share, in order; each has
@@ -140,5 +141,9 @@ class L0Loop(BaseStep):
         if warm is None:
             warm = np.r_[sol.weights, sol.offsets[1:]]
         A = state.matrix(state.learners)
-        l1_value = state.l1_master.solve(A, len(state.learners)).objective
+        try:
+            l1_value = state.l1_master.solve(A, len(state.learners), budget).objective
+        except OutOfTime:
+            state.record_stop(self.name, "its share of the time ran out")
+            return
         yield from l0_loops(state, state.learners, l1_value, warm, self.name, budget)
