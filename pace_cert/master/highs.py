@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import threading
 
 import highspy
 import numpy as np
 
 from pace_cert.budget import Budget
+from pace_cert.guard import STDOUT_LOCK
 
 INF = highspy.kHighsInf
 
@@ -19,14 +19,12 @@ class OutOfTime(RuntimeError):
     """A solve that needed an optimum stopped at its time limit (the budget ran out)."""
 
 
-_STDOUT_LOCK = threading.Lock()  # fd 1 is process-wide: one redirection at a time
-
-
 @contextlib.contextmanager
 def _quiet_stdout():
     """HiGHS prints a banner on construction; keep stdout clean for --json. Serialised:
-    two threads swapping fd 1 at once could leave it pointing at /dev/null."""
-    with _STDOUT_LOCK:
+    two threads swapping fd 1 at once could leave it pointing at /dev/null, and the
+    process guard's last words must not print while it does (fd 1 is process-wide)."""
+    with STDOUT_LOCK:
         fd = os.dup(1)
         try:
             with open(os.devnull, "w") as devnull:
