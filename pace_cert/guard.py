@@ -73,6 +73,13 @@ class Guarded(Protocol):
     def lock(self) -> AbstractContextManager: ...
 
 
+class NoFiles:
+    """For a command that writes no files (``verify``): nothing to wait for."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+
+
 def block_signals() -> set:
     """Block SIGTERM and SIGINT in the calling thread and every thread it starts from
     now on (numpy's and the solvers' worker threads among them), so they wait for the

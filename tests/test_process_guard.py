@@ -4,8 +4,10 @@ best certified model or nothing, and no file set is ever half-written."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -241,3 +243,42 @@ def test_the_guard_ends_the_process_between_commits(tmp_path, mode):
     m, c = (out / "m").read_bytes(), (out / "c").read_bytes()
     assert m == c * (1 if c == b"1" else 200_000)  # one set, never a mix of two
     assert not list(out.glob(".*.tmp"))
+
+
+@pytest.mark.parametrize("sig, as_json", [("SIGTERM", True), ("SIGINT", False)])
+def test_a_signal_cuts_verify_short_and_it_says_so(diabetes, tmp_path, sig, as_json):
+    """verify under the same guard: cut short, it says on stdout that nothing was
+    verified (``status`` "stopped" with ``--json``) and exits 143 / 130. It is held
+    inside its work by a certificate that never arrives (a FIFO nobody writes): once
+    verify has opened it for reading, the guard is armed."""
+    model, _ = diabetes
+    fifo = tmp_path / "certificate.json"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen(
+        _cli("verify", model, model, fifo, *(["--json"] if as_json else [])),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.time() + 120
+        while True:  # opening the write end succeeds once verify reads the FIFO
+            try:
+                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+                break
+            except OSError as e:
+                assert e.errno == errno.ENXIO and time.time() < deadline, e
+                assert proc.poll() is None, proc.communicate()
+                time.sleep(0.05)
+        proc.send_signal(getattr(signal, sig))
+        out, err = proc.communicate(timeout=60)
+        os.close(fd)
+    finally:
+        proc.kill()
+    code = {"SIGTERM": 143, "SIGINT": 130}[sig]
+    assert proc.returncode == code, err
+    said = f"{sig} ended verify before it finished: nothing was verified"
+    if as_json:
+        got = json.loads(out)
+        assert got["status"] == "stopped" and not got["verified"]
+        assert got["exit_code"] == code and got["message"] == said
+    else:
+        assert out.startswith(f"stopped: {said}"), out
