@@ -201,9 +201,10 @@ def guard_outcome(output: OutputDir, stop: StopReason) -> CompressOutcome | None
     from the last set committed to ``output``, with no solver and no model read: its
     certificate, with ``summary.stop_reason`` and ``time_limit_reached`` saying how the
     run ended, is committed once more (certificate.json alone, atomically; the
-    compressed model it names is unchanged). Call it holding ``output.lock``, as the
-    guard does, so no other commit comes between. A final commit (the run had ended by
-    itself) is returned as it is; None when nothing was committed."""
+    compressed model it names is unchanged), under ``output.lock`` (re-entrant: the
+    guard holds it already, so no other commit comes between). A final commit (the run
+    had ended by itself) is returned as it is; None when nothing was committed. For a
+    frontier, call it on the running rung's output directory."""
     with output.lock:
         last = output.committed
         if last is None or last.certificate is None:

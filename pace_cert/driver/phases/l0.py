@@ -84,6 +84,21 @@ def _improve(
         res = nxt
 
 
+#: a solve of the first L0 loop gets at least this much of the run's time, even when
+#: the loop's share is spent (``l0.share`` 0: one solve), so the fallbacks have its
+#: candidate to start from
+FIRST_SOLVE_SECONDS = 1.0
+
+
+def _solve_budget(first: Budget, run: Budget) -> Budget:
+    """The first L0 loop's master budget: its share ``first``, or
+    ``FIRST_SOLVE_SECONDS`` of the ``run``'s budget (never past it) if that ends later."""
+    floor = run.cap(FIRST_SOLVE_SECONDS)
+    if first.deadline is None or floor.deadline is None or first.deadline >= floor.deadline:
+        return first
+    return floor
+
+
 def l0_loops(
     state: RunState,
     learners: list[Tree],
@@ -98,7 +113,9 @@ def l0_loops(
     size = state.best_size()
     if budget.limited and size is not None and size > 1:
         first = budget.share(state.cfg.tuning.l0.share)
-        l0 = faithful_loop(state, "l0", lambda A: master.solve(A, first), learners, first)
+        l0 = faithful_loop(
+            state, "l0", lambda A: master.solve(A, _solve_budget(first, budget)), learners, first
+        )
         if l0.certified:
             yield _offer_l0(state, l0, name)
             yield from _improve(state, l0, master, learners, name, budget)
