@@ -4,7 +4,6 @@ certificate, print the summary."""
 from __future__ import annotations
 
 import signal
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -96,6 +95,15 @@ def compress(
     as_json: JsonOpt = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress lines.")] = False,
     debug: DebugOpt = False,
+    test_hang_step: Annotated[
+        str | None,
+        typer.Option(
+            "--test-hang-step",
+            hidden=True,
+            help="Test hook: this plan step (or pruning-bound) sleeps instead of running, "
+            "so the process guard's deadline falls in it.",
+        ),
+    ] = None,
 ) -> None:
     """Compress MODEL and write OUT/compressed.onnx + OUT/certificate.json."""
 
@@ -109,10 +117,11 @@ def compress(
             signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
 
     def _compress() -> int:
-        from pace_cert.app import run_compress
+        from pace_cert.app import guard_outcome, run_compress
         from pace_cert.budget import Budget, process_start
-        from pace_cert.guard import ProcessGuard
-        from pace_cert.outputs import Committed, OutputDir
+        from pace_cert.driver.result import StopReason
+        from pace_cert.guard import GuardStop, ProcessGuard
+        from pace_cert.outputs import OutputDir
         from pace_cert.settings import CompressConfig, SettingError
 
         try:  # every flag checked against the settings table (pace_cert/settings.py)
@@ -131,6 +140,7 @@ def compress(
                 iforest_max_samples=iforest_samples or "auto",
                 backend=backend,
                 ray_address=ray_address,
+                **({} if test_hang_step is None else {"hang_step": test_hang_step}),
             )
         except SettingError as e:
             raise InputError(None, str(e)) from None
@@ -139,13 +149,28 @@ def compress(
         hard = None if time_limit is None else start + HARD_LIMIT_FACTOR * time_limit + 2.0
         output = OutputDir(out)
         progress = ProgressDisplay(quiet, start, budget)
+        running: list[str | None] = [None]  # the plan step running now
 
-        def last_words(committed: Committed | None, reason: str) -> None:
+        def last_words(stop: GuardStop) -> int:
+            """The guard ends the run: the result as a normal end prints it, from the
+            last committed set, whose certificate now records the stop."""
             progress.close()
-            wrote = (
-                f"{out} holds {committed.summary}" if committed is not None else "nothing written"
+            why = StopReason.guard(running[0], stop.signal, time_limit)
+            res = guard_outcome(output, why)
+            seconds = stop.at - start
+            if res is None:
+                code = stop.signal_exit_code or 2
+                _say_nothing_written(why, code, out, seconds, as_json)
+                return code
+            code = stop.signal_exit_code or res.exit_code
+            _say_result(res, cfg, model, as_json, code)
+            last = output.committed
+            typer.echo(
+                f"{stop.cause} ended the run in step {why.step} ({seconds:.0f} s); "
+                f"{out} holds {last.summary if last else 'nothing'}",
+                err=True,
             )
-            typer.echo(f"{reason} ({time.perf_counter() - start:.0f} s); {wrote}", err=True)
+            return code
 
         try:
             with ProcessGuard(output, hard, last_words):
@@ -161,35 +186,66 @@ def compress(
                     output=output,
                     on_commit=progress.committed,
                     on_bound=progress.bound_raised,
+                    on_step=lambda name: running.__setitem__(0, name),
                 )
         finally:
             progress.close()
-        cert = res.certificate
-        s = cert.summary
-        if as_json:
-            print_json(
-                {
-                    "status": res.status,
-                    "exit_code": res.exit_code,
-                    "out_dir": str(res.out_dir),
-                    "compressed_model": str(res.out_dir / "compressed.onnx"),
-                    "certificate": str(res.out_dir / "certificate.json"),
-                    "original_unchanged": res.exit_code == 2,
-                    "stop": None
-                    if res.stop is None
-                    else {"step": res.stop.step, "reason": res.stop.reason},
-                    "time_limit_reached": res.timed_out,
-                    "summary": s.model_dump(),
-                    "coverage": None
-                    if cert.region.coverage is None
-                    else cert.region.coverage.model_dump(),
-                }
-            )
-        else:
-            typer.echo(compress_summary(res, cfg, model))
+        _say_result(res, cfg, model, as_json, res.exit_code)
         return res.exit_code
 
     run_command(body, debug)
+
+
+def _say_result(res: CompressOutcome, cfg: Any, model: Path, as_json: bool, code: int) -> None:
+    """The result on stdout, at a normal end and in the process guard's last words
+    alike: the summary block, or with ``--json`` one object (``exit_code``: the
+    process's, 143 / 130 when a signal ended the run)."""
+    if not as_json:
+        typer.echo(compress_summary(res, cfg, model))
+        return
+    cert = res.certificate
+    print_json(
+        {
+            "status": res.status,
+            "exit_code": code,
+            "out_dir": str(res.out_dir),
+            "compressed_model": str(res.out_dir / "compressed.onnx"),
+            "certificate": str(res.out_dir / "certificate.json"),
+            "original_unchanged": res.exit_code == 2,
+            "stop": _stop_json(res.stop),
+            "time_limit_reached": res.timed_out,
+            "summary": cert.summary.model_dump(),
+            "coverage": None if cert.region.coverage is None else cert.region.coverage.model_dump(),
+        }
+    )
+
+
+def _stop_json(stop: Any) -> dict | None:
+    if stop is None:
+        return None
+    return {"step": stop.step, "reason": stop.reason, "signal": stop.signal}
+
+
+def _say_nothing_written(stop: Any, code: int, out: Path, seconds: float, as_json: bool) -> None:
+    """The guard ended the run before its first commit (the model and data were still
+    being read, or the region built): nothing is in ``out``."""
+    if as_json:
+        print_json(
+            {
+                "status": "stopped",
+                "exit_code": code,
+                "out_dir": str(out),
+                "compressed_model": None,
+                "certificate": None,
+                "original_unchanged": None,
+                "stop": _stop_json(stop),
+                "time_limit_reached": stop.time_limit,
+                "summary": None,
+                "coverage": None,
+            }
+        )
+    else:
+        typer.echo(f"stopped: {stop.step}: {stop.reason} ({seconds:.0f} s); nothing was written")
 
 
 def compress_summary(res: CompressOutcome, cfg: Any, model: Path) -> str:
@@ -235,6 +291,8 @@ def compress_summary(res: CompressOutcome, cfg: Any, model: Path) -> str:
         lines.append(f"stopped: {res.stop.step}: {res.stop.reason}")
     if res.timed_out and res.exit_code == 0:
         lines.append("time limit reached; a longer run may certify a smaller model")
+    elif res.stop is not None and res.stop.signal and res.exit_code == 0:
+        lines.append(f"{res.stop.signal} ended the run; a longer run may certify a smaller model")
     written = [comp, cert_path]
     if reg.plausibility is not None:
         written.append(res.out_dir / reg.plausibility.path)
@@ -265,6 +323,11 @@ def _why_unchanged(res: CompressOutcome, cfg: Any) -> str:
         return (
             f"the time limit ({cfg.time_limit:g} s) ended the run before a smaller model "
             "was certified"
+        )
+    if res.stop is not None and res.stop.signal:
+        return (
+            f"{res.stop.signal} ended the run in step {res.stop.step} before a smaller "
+            "model was certified"
         )
     if res.stop is not None:
         return f"{res.stop.step} ended the run: {res.stop.reason}"

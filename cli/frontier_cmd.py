@@ -95,8 +95,7 @@ def frontier(
         from pace_cert.frontier.ladder import LadderError, ladder
         from pace_cert.frontier.record import format_table
         from pace_cert.frontier.run import FrontierOutput, run_frontier
-        from pace_cert.guard import ProcessGuard
-        from pace_cert.outputs import Committed
+        from pace_cert.guard import GuardStop, ProcessGuard
 
         if mode not in ("pace", "prune"):
             raise InputError(None, f"--mode: expected pace or prune, got {mode!r}")
@@ -116,9 +115,14 @@ def frontier(
             if not quiet:
                 typer.echo(f"{time.perf_counter() - start:6.1f}s {msg}", err=True)
 
-        def last_words(committed: Committed | None, reason: str) -> None:
+        def last_words(stop: GuardStop) -> int:
+            # TODO(frontier): print the table / --json object and record the stop in
+            # frontier.json and the running rung's certificate (see guard.py)
             wrote = f"{out}/frontier.json lists the rungs finished before"
-            typer.echo(f"{reason} ({time.perf_counter() - start:.0f} s); {wrote}", err=True)
+            typer.echo(f"stopped by {stop.cause} ({stop.at - start:.0f} s); {wrote}", err=True)
+            committed = output.committed
+            code = committed.exit_code if committed is not None else 2
+            return stop.signal_exit_code or code
 
         with ProcessGuard(output, hard, last_words):  # type: ignore[arg-type]
             res = run_frontier(

@@ -3,6 +3,7 @@ claim, checked or stated."""
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,6 +19,7 @@ from pace_cert.cli.common import (
     print_json,
     run_command,
 )
+from pace_cert.cli.compress_cmd import HARD_LIMIT_FACTOR
 
 
 def verify(
@@ -49,20 +51,46 @@ def verify(
     """Re-prove CERTIFICATE independently from the two ONNX files."""
 
     def body() -> int:
-        from pace_cert.cert.verify import run_verify
+        from pace_cert.guard import block_signals
 
-        rep = run_verify(
-            original,
-            compressed,
-            certificate,
-            threads=threads,
-            time_limit=time_limit,
-            exhaustive=exhaustive,
-            data_path=data,
-            probe=probe,
-            backend=backend,
-            ray_address=ray_address,
-        )
+        old_mask = block_signals()  # before the imports that start threads (see guard.py)
+        try:
+            return _verify()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+
+    def _verify() -> int:
+        from pace_cert.budget import process_start
+        from pace_cert.cert.verify import VerifyReport, run_verify
+        from pace_cert.guard import GuardStop, NoFiles, ProcessGuard
+
+        start = process_start()
+        hard = None if time_limit is None else start + HARD_LIMIT_FACTOR * time_limit + 2.0
+
+        def last_words(stop: GuardStop) -> int:
+            """Cut short, verify has verified nothing: it says so, on stdout as always
+            (exit 143 / 130 at a signal, 2 at the hard deadline: inconclusive)."""
+            code = stop.signal_exit_code or 2
+            why = f"{stop.cause} ended verify before it finished: nothing was verified"
+            if as_json:
+                print_json(VerifyReport(code, "stopped", why).to_json())
+            else:
+                typer.echo(f"stopped: {why} ({stop.at - start:.0f} s)")
+            return code
+
+        with ProcessGuard(NoFiles(), hard, last_words):
+            rep = run_verify(
+                original,
+                compressed,
+                certificate,
+                threads=threads,
+                time_limit=time_limit,
+                exhaustive=exhaustive,
+                data_path=data,
+                probe=probe,
+                backend=backend,
+                ray_address=ray_address,
+            )
         if as_json:
             print_json(rep.to_json())
         else:

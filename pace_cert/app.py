@@ -8,10 +8,12 @@ complete set of files (:mod:`pace_cert.outputs`).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import os
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -90,6 +92,7 @@ def run_compress(
     on_bound: Callable[[int], None] | None = None,
     plausibility: PlausibilityForest | None = None,
     start: StartModel | None = None,
+    on_step: Callable[[str], None] | None = None,
 ) -> CompressOutcome:
     """Read the model and the training CSV, compress, write the compressed model and
     the certificate (and the plausibility artifact) to ``out_dir``.
@@ -101,7 +104,8 @@ def run_compress(
     each higher proved size lower bound; ``plausibility``: a forest fitted on these
     rows already, its threshold set for ``cfg.delta`` (a frontier's one forest; None:
     fitted here); ``start``: a model certified on a region around this one, certified
-    again here as the first candidate (a frontier's outer rung). Inputs are checked
+    again here as the first candidate (a frontier's outer rung); ``on_step``: called with
+    each plan step's name as it starts (what :func:`guard_outcome` names). Inputs are checked
     before anything is written (:class:`~pace_cert.errors.InputError`, an empty region
     included); from then on ``out_dir`` always holds a complete set. Exit code 0 when
     the result is smaller than the original, else 2 (the original's bytes are written)."""
@@ -139,7 +143,12 @@ def run_compress(
     def commit(res: CompressResult) -> Certificate:
         if not said and progress is not None:  # the inputs are good: before any solving
             said.append(progress(estimate.line()))
+        taken = time.perf_counter()
         files, committed, cert = render.files(res)
+        final = res.stop is not None  # the run's end: its certificate says how it ended
+        committed = dataclasses.replace(
+            committed, certificate=cert, estimate=estimate, final=final, at=taken
+        )
         output.commit(files, committed)
         if on_commit is not None:
             on_commit(cert)
@@ -156,6 +165,7 @@ def run_compress(
             on_bound=on_bound,
             plausibility=plausibility,
             start=start,
+            on_step=on_step,
         )
     except EmptyRegion as e:  # the plausibility bound removed the last rows
         if created and output.committed is None:
@@ -184,6 +194,63 @@ def run_compress(
         estimate=estimate,
         compressed=result.compressed if result.smaller else None,
     )
+
+
+def guard_outcome(output: OutputDir, stop: StopReason) -> CompressOutcome | None:
+    """The outcome of a run the process guard ends (``stop``: :meth:`StopReason.guard`),
+    from the last set committed to ``output``, with no solver and no model read: its
+    certificate, with ``summary.stop_reason`` and ``time_limit_reached`` saying how the
+    run ended, is committed once more (certificate.json alone, atomically; the
+    compressed model it names is unchanged), under ``output.lock`` (re-entrant: the
+    guard holds it already, so no other commit comes between). A final commit (the run
+    had ended by itself) is returned as it is; None when nothing was committed. For a
+    frontier, call it on the running rung's output directory."""
+    with output.lock:
+        last = output.committed
+        if last is None or last.certificate is None:
+            return None
+        cert = last.certificate
+        if not last.final:
+            seconds = cert.summary.seconds
+            if last.at is not None:  # the run went on after that set was taken
+                seconds += max(0.0, time.perf_counter() - last.at)
+            summary = cert.summary.model_copy(
+                update={
+                    "stop_reason": str(stop),
+                    "time_limit_reached": stop.time_limit,
+                    "seconds": seconds,
+                }
+            )
+            cert = cert.model_copy(update={"summary": summary})
+            blob = (cert.model_dump_json(indent=1) + "\n").encode()
+            output.commit(
+                {"certificate.json": blob},
+                dataclasses.replace(last, certificate=cert, final=True),
+            )
+        else:
+            stop = _stop_of(cert) or stop
+    s = cert.summary
+    return CompressOutcome(
+        last.exit_code,
+        s.status,
+        output.path,
+        cert,
+        found=s.trees_after if s.certified else None,
+        timed_out=bool(s.time_limit_reached),
+        stop=stop,
+        estimate=last.estimate,
+    )
+
+
+def _stop_of(cert: Certificate) -> StopReason | None:
+    """The stop a final certificate states (``step: reason``)."""
+    from pace_cert.driver.result import StopReason
+
+    said = cert.summary.stop_reason
+    if not said:
+        return None
+    step, _, reason = said.partition(": ")
+    return StopReason(step, reason, time_limit=bool(cert.summary.time_limit_reached))
 
 
 def _too_few_rows(n: int, complete: int) -> str:

@@ -5,8 +5,9 @@ the region is known, and again each time a smaller certified model is found, and
 more at the end; so the best certified model so far is always on disk. A commit writes
 every file to a temporary name first, then renames them with the certificate last (it
 names the compressed model's SHA-256: the commit point). A commit holds :attr:`lock`;
-whoever ends the process early (the time-limit watchdog, SIGTERM) takes the lock
-first, so no file set is ever left half-renamed.
+whoever ends the process early (the process guard, at its deadline or a signal) takes
+the lock first, so no file set is ever left half-renamed, and may then commit once more
+(the lock is re-entrant): the last set's certificate, saying how the run ended.
 """
 
 from __future__ import annotations
@@ -16,15 +17,24 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 
 @dataclass(frozen=True)
 class Committed:
     """What the last commit wrote: its exit code (0 a smaller certified model, 2 the
-    original unchanged) and the one-line summary the CLI prints for it."""
+    original unchanged) and the one-line summary the CLI prints for it; for compress
+    also its ``certificate`` (the object written, so the result can be printed without
+    reading or solving anything), the run's ``estimate``, ``final`` (the run's own
+    last commit: its certificate already says how the run ended) and ``at``, the
+    ``time.perf_counter()`` value when its result was taken."""
 
     exit_code: int
     summary: str
+    certificate: Any = None
+    estimate: Any = None
+    final: bool = False
+    at: float | None = None
 
 
 class OutputDir:
@@ -32,7 +42,7 @@ class OutputDir:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
         self.committed: Committed | None = None
 
     def commit(self, files: dict[str, bytes], committed: Committed) -> None:

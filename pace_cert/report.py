@@ -507,12 +507,27 @@ def _time_limit_words(cert: Certificate) -> str:
     reached = getattr(cert.summary, "time_limit_reached", None)
     if reached is None:
         return ""
+    signal = interrupted_by(cert.summary.stop_reason)
+    if signal is not None:
+        return (
+            f" <b>Stopped.</b> {signal} ended the run before it ended on its own: a longer "
+            "run may certify a smaller model."
+        )
     if reached:
         return (
             " <b>Time limit.</b> The run's time limit was reached: a longer run may certify "
             "a smaller model."
         )
     return " <b>Time limit.</b> The run ended on its own, before its time limit."
+
+
+def interrupted_by(stop_reason: str | None) -> str | None:
+    """The signal that ended the run ("SIGTERM", "SIGINT") when the certificate's
+    ``stop_reason`` says the process guard stopped it at one (None otherwise)."""
+    for signal in ("SIGTERM", "SIGINT"):
+        if stop_reason and f": {signal} ended the run" in stop_reason:
+            return signal
+    return None
 
 
 def _minimal_words(cert: Certificate) -> str:

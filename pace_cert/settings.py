@@ -151,6 +151,17 @@ class BoundTuning:
 
 
 @dataclass(frozen=True)
+class HookTuning:
+    """Test hooks, off by default: ``hang_step`` names a plan step (or
+    ``pruning-bound``) that sleeps ``hang_seconds`` when it starts instead of running,
+    so a test can force the process guard's hard deadline to fall in that step (the
+    CLI's hidden ``--test-hang-step``)."""
+
+    hang_step: str | None = None
+    hang_seconds: float = 3600.0
+
+
+@dataclass(frozen=True)
 class Tuning:
     """Every stage's tuning, each group a frozen dataclass."""
 
@@ -161,6 +172,7 @@ class Tuning:
     pace: PaceTuning = field(default_factory=PaceTuning)
     bound: BoundTuning = field(default_factory=BoundTuning)
     oracle: OracleSettings = field(default_factory=OracleSettings)
+    hooks: HookTuning = field(default_factory=HookTuning)
 
 
 @dataclass(frozen=True)
@@ -324,6 +336,8 @@ RULES: tuple[Rule, ...] = (
         lambda o: o.ray_address,
     ),
     _count("oracle.ray_retries"),
+    Rule("hooks.hang_step", lambda v: v is None or (isinstance(v, str) and v != ""), "be a step"),
+    _seconds("hooks.hang_seconds"),
 )
 
 

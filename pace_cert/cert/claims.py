@@ -430,10 +430,20 @@ def claim_catalog(cert: Certificate) -> list[Claim]:
             "run",
             "stated",
             "mode, phase, times, solver versions, CP-SAT settings, L1 values, reduced costs, "
-            "pricing, generation stop, l0_optimal: a record of the run",
+            "pricing, generation stop, l0_optimal: a record of the run" + _ended_words(cert),
         ),
     ]
     return out
+
+
+def _ended_words(cert: Certificate) -> str:
+    """How the run ended, when the certificate says (e.g. the process guard's stop:
+    ``the run ended at step l0: SIGTERM ended the run during this step``)."""
+    s = cert.summary
+    if not s.stop_reason:
+        return ""
+    limit = "; the time limit was reached" if s.time_limit_reached else ""
+    return f"; the run ended at step {s.stop_reason}{limit}"
 
 
 def is_pruning(cert: Certificate) -> bool:

@@ -61,12 +61,13 @@ class L0Master:
         self.again = False  # the next call re-solves the last support with more time
 
     # ------------------------------------------------------------------ helpers
-    def _robust(self, A: np.ndarray, sol: MasterSolution) -> MasterSolution:
+    def _robust(self, A: np.ndarray, sol: MasterSolution, budget: Budget) -> MasterSolution:
         """Same support, max-margin weights (``master.robust_weights``); else ``sol``."""
         if not self.state.cfg.tuning.master.robust_weights:
             return sol
         n = len(self.learners)
-        mm = max_margin_on_support(A, n, np.flatnonzero(sol.weights > 0), seed=self.state.cfg.seed)
+        on = np.flatnonzero(sol.weights > 0)
+        mm = max_margin_on_support(A, n, on, budget=budget, seed=self.state.cfg.seed)
         if mm is None:
             return sol
         return dataclasses.replace(mm, optimal=sol.optimal, status=sol.status)
@@ -103,8 +104,8 @@ class L0Master:
         left = budget.left()
         again, self.again = self.again, False  # re-solve an incumbent with more time
         tl = state.cfg.tuning.master.l0_time_limit * (4 if again else 1)
-        if left is not None:
-            tl = max(left, 1) if again else min(tl, max(left, 1))
+        if left is not None:  # never past the budget: the time left, capped
+            tl = budget.solver_limit(None if again else tl)
         start = self.last
         by_support: dict[tuple[int, ...], MasterSolution] = {}
 
@@ -112,7 +113,7 @@ class L0Master:
             """``_robust(A, s)``, once per support within this solve."""
             key = tuple(np.flatnonzero(s.weights > 0).tolist())
             if key not in by_support:
-                by_support[key] = self._robust(A, s)
+                by_support[key] = self._robust(A, s, budget)
             return dataclasses.replace(by_support[key], optimal=s.optimal, status=s.status)
 
         def usable(s: MasterSolution) -> bool:
@@ -120,7 +121,7 @@ class L0Master:
 
         if start is not None and not again:  # cheap first: is the last support feasible?
             on = np.flatnonzero(start.weights > 0)
-            kept = solve_on_support(A, n, on, seed=seed)
+            kept = solve_on_support(A, n, on, budget=budget, seed=seed)
             if kept is not None:  # optimal stays optimal; a time-limited incumbent stays one
                 kept = dataclasses.replace(kept, optimal=start.optimal)
             if kept is not None and usable(kept):

@@ -19,6 +19,7 @@ import numpy as np
 from pace_cert.budget import Budget
 from pace_cert.driver.result import HistoryEntry, PhaseResult
 from pace_cert.driver.state import RunState
+from pace_cert.master.highs import OutOfTime
 from pace_cert.master.rows import MasterSolution
 from pace_cert.model.ensemble import Ensemble, Tree
 from pace_cert.oracle.score_model import ScoreModel
@@ -52,7 +53,9 @@ def faithful_loop(
     L1 models of the generation phase, which are never output. ``screen=False``
     skips the screen (CP-SAT only): for a candidate expected to be faithful.
     ``max_rounds`` (default the master tuning's): solves before giving up uncertified.
-    A ``solve`` returning None ends the loop uncertified (``gave_up``).
+    A ``solve`` returning None ends the loop uncertified (``gave_up``); one raising
+    :class:`~pace_cert.master.highs.OutOfTime` (its LP stopped at the budget's end)
+    ends it uncertified as time running out does.
     """
     cfg = state.cfg
     search = cfg.tuning.search
@@ -69,7 +72,11 @@ def faithful_loop(
         return res
 
     for it in range(1, rounds + 1):
-        sol = solve(state.matrix(learners))
+        try:
+            sol = solve(state.matrix(learners))
+        except OutOfTime:  # a master LP stopped at the budget's end
+            state.record_stop(phase, "its share of the time ran out")
+            return done(PhaseResult.nothing(it))
         if sol is None:
             state.record_stop(phase, "its master found no candidate meeting the samples")
             return done(PhaseResult.nothing(it, gave_up=True))

@@ -15,17 +15,35 @@ from pace_cert.region.witness import Witness
 #: ``generation_stop`` when PACE ends before generation: the best certified model is
 #: proved as small as any faithful model of the family
 STOP_PROVED_MINIMAL = "not run: the certified model is proved minimal"
+#: the step named when the process guard ends a run before the plan's first step
+STEP_BEFORE_PLAN = "setup"
+#: the step named while the pruning lower bound is proved, after the plan
+STEP_PRUNING_BOUND = "pruning-bound"
 
 
 @dataclass(frozen=True)
 class StopReason:
     """Why the run ended, in plain words: the plan ``step`` that decided it and its
     ``reason``. ``time_limit``: the time limit ended it (the run did not end by itself,
-    so a longer run may certify a smaller model)."""
+    so a longer run may certify a smaller model). ``signal``: "SIGTERM" or "SIGINT"
+    when a signal ended it (the process guard's stop, :meth:`guard`)."""
 
     step: str
     reason: str
     time_limit: bool = False
+    signal: str | None = None
+
+    @classmethod
+    def guard(cls, step: str | None, signal: str | None, limit: float | None) -> StopReason:
+        """The process guard ended the run while ``step`` ran (None: before the plan's
+        first step): at ``signal``, or (None) at the hard deadline of the time limit
+        ``limit`` seconds."""
+        if signal is None:
+            limit_words = "the time limit" + ("" if limit is None else f" ({limit:g} s)")
+            why = f"{limit_words} ended the run during this step (the process guard's deadline)"
+        else:
+            why = f"{signal} ended the run during this step"
+        return cls(step or STEP_BEFORE_PLAN, why, time_limit=signal is None, signal=signal)
 
     def __str__(self) -> str:
         return f"{self.step}: {self.reason}"

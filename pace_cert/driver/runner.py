@@ -18,7 +18,7 @@ from pace_cert.budget import Budget
 from pace_cert.driver.phases.pruning_bound import prove_bound
 from pace_cert.driver.phases.witness_bound import update_witness_bound
 from pace_cert.driver.plans import PLANS, Plan
-from pace_cert.driver.result import CompressResult, StartModel, StopReason
+from pace_cert.driver.result import STEP_PRUNING_BOUND, CompressResult, StartModel, StopReason
 from pace_cert.driver.state import Progress, RunState
 from pace_cert.model.ensemble import Ensemble
 from pace_cert.region.margins import required_margin
@@ -33,6 +33,7 @@ def run_plan(state: RunState, plan: Plan) -> StopReason:
     for step in plan.steps:
         if not step.applies(state):
             continue
+        _starting(state, step.name)
         if not getattr(step, "bookkeeping", False):  # the step's own record overrides
             state.record_stop(step.name, "it ran to its end, and no later step applies")
         budget = state.budget.share(step.share(state))
@@ -54,6 +55,16 @@ def run_plan(state: RunState, plan: Plan) -> StopReason:
     if state.stop_reason is not None:
         return state.stop_reason
     return StopReason(plan.mode, "no step of the plan applies")
+
+
+def _starting(state: RunState, step: str) -> None:
+    """Tell ``state.on_step`` that ``step`` starts; the test hook
+    ``hooks.hang_step`` makes that step hang (sleep) instead, so the process guard's
+    deadline ends the run there."""
+    if state.on_step is not None:
+        state.on_step(step)
+    if state.cfg.tuning.hooks.hang_step == step:
+        time.sleep(state.cfg.tuning.hooks.hang_seconds)
 
 
 def _minimal(state: RunState, step: str) -> StopReason:
@@ -84,6 +95,7 @@ def compress(
     on_bound: Callable[[int], None] | None = None,
     plausibility: object | None = None,
     start: StartModel | None = None,
+    on_step: Callable[[str], None] | None = None,
 ) -> CompressResult:
     """Run PACE in ``cfg.mode`` on ``original`` with training rows ``X`` (float32).
 
@@ -93,7 +105,8 @@ def compress(
     caller can keep the best one on disk. ``on_bound``: called with each higher proved
     size lower bound. ``plausibility``: a forest fitted already, its threshold set for
     ``cfg.delta`` (None: fitted here). ``start``: a model certified on a region around
-    this one, the plan's first candidate (``phases/start_from.py``). Raises
+    this one, the plan's first candidate (``phases/start_from.py``). ``on_step``: called
+    with each step's name as it starts (the pruning bound's too). Raises
     :class:`~pace_cert.errors.EmptyRegion` when no training row lies in the region."""
     if budget is None:
         budget = Budget.seconds(cfg.time_limit)
@@ -104,6 +117,7 @@ def compress(
     )
     state.start = start
     state.on_bound = on_bound
+    state.on_step = on_step
     if on_improve is not None:
         state.on_improve = lambda: on_improve(snapshot(state))
         on_improve(snapshot(state))
@@ -113,6 +127,7 @@ def compress(
     )
     stop = run_plan(state, PLANS[cfg.mode])
     if share > 0:
+        _starting(state, STEP_PRUNING_BOUND)
         state.pruning_bound = prove_bound(state, budget)
     return result(state, stop)
 

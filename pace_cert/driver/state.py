@@ -115,6 +115,7 @@ class RunState:
     stats: RunStats = field(default_factory=RunStats)
     on_improve: Callable[[], None] | None = None  # called when ``best`` changes
     on_bound: Callable[[int], None] | None = None  # called when ``size_bound`` rises
+    on_step: Callable[[str], None] | None = None  # called with each step's name as it starts
     # why the last step or loop that ended on its own ended (the runner's final word
     # may differ: proved minimal, time limit); see :meth:`record_stop`
     stop_reason: StopReason | None = None

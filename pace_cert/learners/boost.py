@@ -114,7 +114,7 @@ def boost(
             else:
                 active.append(best_pool)
         A = np.hstack([np.stack([cols[j] / scale[j] for j in active], axis=1), beta])
-        sol = solve_max_margin(A, len(active), seed=seed)
+        sol = solve_max_margin(A, len(active), budget=budget, seed=seed)
         v, gamma = sol.duals, sol.gamma
         if sol.rho > TOL:
             break

@@ -1,25 +1,30 @@
-"""HiGHS behind a narrow interface: a quiet, seeded instance and dense-to-sparse loading."""
+"""HiGHS behind a narrow interface: a quiet, seeded instance, dense-to-sparse loading,
+and :func:`run_highs`, the one way to solve: with the time its budget has left."""
 
 from __future__ import annotations
 
 import contextlib
 import os
-import threading
 
 import highspy
 import numpy as np
 
+from pace_cert.budget import Budget
+from pace_cert.guard import STDOUT_LOCK
+
 INF = highspy.kHighsInf
 
 
-_STDOUT_LOCK = threading.Lock()  # fd 1 is process-wide: one redirection at a time
+class OutOfTime(RuntimeError):
+    """A solve that needed an optimum stopped at its time limit (the budget ran out)."""
 
 
 @contextlib.contextmanager
 def _quiet_stdout():
     """HiGHS prints a banner on construction; keep stdout clean for --json. Serialised:
-    two threads swapping fd 1 at once could leave it pointing at /dev/null."""
-    with _STDOUT_LOCK:
+    two threads swapping fd 1 at once could leave it pointing at /dev/null, and the
+    process guard's last words must not print while it does (fd 1 is process-wide)."""
+    with STDOUT_LOCK:
         fd = os.dup(1)
         try:
             with open(os.devnull, "w") as devnull:
@@ -68,3 +73,26 @@ def load_highs(h, M, cost, lower, upper, row_lo=None, row_hi=None) -> None:
         nz_c.astype(np.int32),
         M[nz_r, nz_c].astype(float),
     )
+
+
+def run_highs(h: highspy.Highs, budget: Budget | None) -> highspy.HighsModelStatus:
+    """Solve ``h`` within the time ``budget`` has left (None or unlimited: no limit);
+    returns the model status (``kTimeLimit`` when the budget stopped it).
+
+    HiGHS compares ``time_limit`` with the instance's run time summed over every
+    ``run()`` (a warm-started model is solved many times), so the option is set to the
+    run time so far plus the time left."""
+    limit = None if budget is None else budget.solver_limit()
+    h.setOptionValue("time_limit", INF if limit is None else h.getRunTime() + limit)
+    h.run()
+    return h.getModelStatus()
+
+
+def solve_optimal(h: highspy.Highs, budget: Budget | None, what: str) -> None:
+    """:func:`run_highs`, for a model whose optimum the caller needs: raises
+    :class:`OutOfTime` at the time limit, RuntimeError for any other non-optimal end."""
+    st = run_highs(h, budget)
+    if st == highspy.HighsModelStatus.kTimeLimit:
+        raise OutOfTime(f"{what}: the time limit stopped HiGHS")
+    if st != highspy.HighsModelStatus.kOptimal:
+        raise RuntimeError(f"{what} not optimal: {h.modelStatusToString(st)}")

@@ -17,7 +17,8 @@ from collections.abc import Callable
 import highspy
 import numpy as np
 
-from pace_cert.master.highs import INF, load_highs, new_highs
+from pace_cert.budget import Budget
+from pace_cert.master.highs import INF, load_highs, new_highs, run_highs
 from pace_cert.master.rows import MasterSolution
 
 
@@ -42,7 +43,7 @@ def solve_l0(
     ``min_support``: a known lower bound on sum u (e.g. the optimum before rows were
     added: adding rows never lowers it), posted as a cut so the solver can stop as soon
     as it meets it."""
-    h = new_highs(threads, seed, time_limit)
+    h = new_highs(threads, seed)
     n_rows, n_cols = A.shape
     T = n_learners
     nb = n_cols - T
@@ -72,8 +73,7 @@ def solve_l0(
         sol.col_value = list(np.r_[w, (w[:T] > 0).astype(float)])
         sol.value_valid = True
         h.setSolution(sol)
-    h.run()
-    st = h.getModelStatus()
+    st = run_highs(h, Budget.seconds(time_limit))
     sol = h.getSolution()
     if not sol.value_valid:
         raise NoIncumbent(f"L0 master found no solution: {h.modelStatusToString(st)}")

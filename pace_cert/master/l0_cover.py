@@ -49,12 +49,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import highspy
 import numpy as np
 from ortools.sat.python import cp_model
 
 from pace_cert.budget import Budget
-from pace_cert.master.highs import INF, load_highs, new_highs
+from pace_cert.master.highs import INF, OutOfTime, load_highs, new_highs, solve_optimal
 from pace_cert.master.l1 import solve_on_support
 from pace_cert.master.rows import MasterSolution, normalise_columns
 
@@ -93,9 +92,12 @@ class MarginLP:
         self.on = np.zeros(T, bool)
         self.solves = 0
 
-    def test(self, support: np.ndarray) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
-        """(rho, row duals y >= 0, weights w, offsets beta) for ``support``; rho = -inf
-        for an empty support."""
+    def test(
+        self, support: np.ndarray, budget: Budget | None
+    ) -> tuple[float, np.ndarray, np.ndarray, np.ndarray]:
+        """(rho, row duals y >= 0, weights w, offsets beta) for ``support``, solved
+        within ``budget`` (:class:`~pace_cert.master.highs.OutOfTime` when it runs out);
+        rho = -inf for an empty support."""
         on = np.zeros(self.T, bool)
         on[np.asarray(support, np.int64)] = True
         if not on.any():
@@ -104,11 +106,8 @@ class MarginLP:
         if len(ch):
             self.h.changeColsBounds(len(ch), ch, np.zeros(len(ch)), on[ch].astype(float))
             self.on = on
-        self.h.run()
         self.solves += 1
-        st = self.h.getModelStatus()
-        if st != highspy.HighsModelStatus.kOptimal:
-            raise RuntimeError(f"max-margin LP not optimal: {self.h.modelStatusToString(st)}")
+        solve_optimal(self.h, budget, "max-margin LP")
         sol = self.h.getSolution()
         x = np.asarray(sol.col_value)
         y = np.maximum(np.asarray(sol.row_dual)[: self.n_rows], 0.0)
@@ -196,7 +195,7 @@ class L0Cover:
         An: np.ndarray,
         support: np.ndarray,
         y: np.ndarray,
-        deadline: float | None = None,
+        budget: Budget | None = None,
     ) -> np.ndarray:
         """The complement of a maximal infeasible support containing ``support`` (of an
         infeasible one only, if the deadline stops the growth: still a valid cut)."""
@@ -205,12 +204,15 @@ class L0Cover:
             cut = np.setdiff1d(np.arange(self.T), support)  # the no-good: always valid
         inside = np.setdiff1d(np.arange(self.T), cut)
         for t in cut[np.argsort(r[cut], kind="stable")]:
-            if deadline is not None and time.perf_counter() >= deadline:
+            if budget is not None and budget.expired():
                 break
             if t in inside:
                 continue
             trial = np.r_[inside, t]
-            rho, y2, _, _ = lp.test(trial)
+            try:
+                rho, y2, _, _ = lp.test(trial, budget)
+            except OutOfTime:
+                break
             if rho > FEASIBLE_RHO:
                 continue
             implied, _ = self._dual_cut(An, y2)
@@ -275,7 +277,7 @@ class L0Cover:
             self._rows_seen = seen
             for key in sorted(self._no_goods):
                 S = np.asarray(key, np.int64)
-                rho, _, w, beta = lp.test(S)
+                rho, _, w, beta = lp.test(S, budget)
                 if accepted(S, rho, w, beta) is not None:
                     self._restart()
                     break
@@ -289,12 +291,14 @@ class L0Cover:
             ws = np.unique(np.asarray(start, np.int64))
             if best is not None and len(best[0]) <= len(ws):
                 continue
-            rho, _, w, beta = lp.test(ws)
+            rho, _, w, beta = lp.test(ws, budget)
             sol = accepted(ws, rho, w, beta)
             if sol is not None:
                 best = (ws, sol)
         if self.lb == 0:  # one class only among the samples: offsets alone may do
-            alone = solve_on_support(A, self.T, np.zeros(0, np.int64), seed=self.seed)
+            alone = solve_on_support(
+                A, self.T, np.zeros(0, np.int64), budget=budget, seed=self.seed
+            )
             if alone is not None:
                 self.stats.seconds += time.perf_counter() - t0
                 return dataclasses.replace(alone, objective=0.0, status="optimal (cover)")
@@ -320,7 +324,7 @@ class L0Cover:
                 break
             self.lb = max(self.lb, len(S))
             self.stats.history.append(len(S))
-            rho, y, w, beta = lp.test(S)
+            rho, y, w, beta = lp.test(S, budget)
             if rho > FEASIBLE_RHO:
                 sol = accepted(S, rho, w, beta)
                 if sol is not None:
@@ -329,10 +333,10 @@ class L0Cover:
                     break
                 self._no_good(S)  # a minimum cover: every smaller support is cut already
                 continue
-            self._add_cut(self._cut(lp, An, S, y, deadline))
+            self._add_cut(self._cut(lp, An, S, y, budget))
         if best is None:
             every = np.arange(self.T)
-            rho, _, w, beta = lp.test(every)
+            rho, _, w, beta = lp.test(every, budget)
             if rho <= FEASIBLE_RHO:
                 raise RuntimeError("L0 cover: no support meets the rows, not even all learners")
             best = (every, solution(rho, w, beta))  # the caller's fallback of last resort

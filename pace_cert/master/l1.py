@@ -9,13 +9,22 @@ from __future__ import annotations
 import highspy
 import numpy as np
 
-from pace_cert.master.highs import INF, load_highs, new_highs
+from pace_cert.budget import Budget
+from pace_cert.master.highs import INF, OutOfTime, load_highs, new_highs, run_highs
 from pace_cert.master.rows import MasterSolution
 
 
-def solve_l1(A: np.ndarray, n_learners: int, *, threads: int = 1, seed: int = 0) -> MasterSolution:
-    """Problem R: min sum w  s.t.  A [w; beta] >= 1,  w >= 0, beta free (a cold solve)."""
-    return L1Master(threads=threads, seed=seed).solve(A, n_learners)
+def solve_l1(
+    A: np.ndarray,
+    n_learners: int,
+    *,
+    budget: Budget | None = None,
+    threads: int = 1,
+    seed: int = 0,
+) -> MasterSolution:
+    """Problem R: min sum w  s.t.  A [w; beta] >= 1,  w >= 0, beta free (a cold solve
+    within ``budget``; :class:`~pace_cert.master.highs.OutOfTime` when it runs out)."""
+    return L1Master(threads=threads, seed=seed).solve(A, n_learners, budget)
 
 
 class L1Master:
@@ -91,16 +100,19 @@ class L1Master:
                 rows[nz_r, nz_c].astype(float),
             )
 
-    def solve(self, A: np.ndarray, n_learners: int) -> MasterSolution:
-        """Problem R on ``A`` (layout of :func:`margin_rows`), warm-started when possible."""
+    def solve(self, A: np.ndarray, n_learners: int, budget: Budget | None = None) -> MasterSolution:
+        """Problem R on ``A`` (layout of :func:`margin_rows`), warm-started when possible,
+        within ``budget`` (:class:`~pace_cert.master.highs.OutOfTime` when it runs out;
+        the model stays, and the next call goes on from its basis)."""
         if self._extends(A, n_learners):
             self._extend(A, n_learners)
         else:
             self._build(A, n_learners)
         self.A, self.T = A.copy(), n_learners
         h = self.h
-        h.run()
-        st = h.getModelStatus()
+        st = run_highs(h, budget)
+        if st == highspy.HighsModelStatus.kTimeLimit:
+            raise OutOfTime("L1 master: the time limit stopped HiGHS")
         if st != highspy.HighsModelStatus.kOptimal:
             self.h = None  # do not extend a model in an unknown state
             raise RuntimeError(f"L1 master not optimal: {h.modelStatusToString(st)}")
@@ -118,14 +130,22 @@ class L1Master:
 
 
 def solve_on_support(
-    A: np.ndarray, n_learners: int, support: np.ndarray, *, seed: int = 0
+    A: np.ndarray,
+    n_learners: int,
+    support: np.ndarray,
+    *,
+    budget: Budget | None = None,
+    seed: int = 0,
 ) -> MasterSolution | None:
     """L1 weights restricted to ``support`` (other weights fixed to 0), or None when the
-    rows cannot be met on that support. If an optimal L0 support stays feasible after rows
-    are added, it is still optimal: adding rows never lowers the L0 optimum."""
+    rows cannot be met on that support (:class:`~pace_cert.master.highs.OutOfTime` when
+    ``budget`` ran out first). If an optimal L0 support stays feasible after rows are
+    added, it is still optimal: adding rows never lowers the L0 optimum."""
     cols = np.r_[np.asarray(support, np.int64), np.arange(n_learners, A.shape[1])]
     try:
-        sub = solve_l1(A[:, cols], len(support), seed=seed)
+        sub = solve_l1(A[:, cols], len(support), budget=budget, seed=seed)
+    except OutOfTime:
+        raise
     except RuntimeError:
         return None
     w = np.zeros(n_learners)

@@ -36,7 +36,7 @@ from ortools.sat.python import cp_model
 
 from pace_cert.budget import Budget
 from pace_cert.cert.pruning_check import hitting_bound, positive_trees
-from pace_cert.master.highs import INF, load_highs, new_highs
+from pace_cert.master.highs import INF, OutOfTime, load_highs, new_highs, run_highs
 
 #: edges of a circulation below this share of the largest are dropped (LP noise)
 FLOW_TOL = 1e-11
@@ -148,9 +148,11 @@ class _FarkasLP:
         self.on = np.zeros(T, bool)
         self.solves = 0
 
-    def solve(self, support: np.ndarray) -> tuple[float, np.ndarray] | None:
-        """(eps, y) for ``support``; None when no multipliers exist (the offsets alone
-        meet the rows, or HiGHS gave no optimum)."""
+    def solve(self, support: np.ndarray, budget: Budget) -> tuple[float, np.ndarray] | None:
+        """(eps, y) for ``support``, solved within ``budget``; None when no multipliers
+        exist (the offsets alone meet the rows, or HiGHS gave no optimum);
+        :class:`~pace_cert.master.highs.OutOfTime` when the budget stopped the solve
+        (which says nothing about the support)."""
         on = np.zeros(self.T, bool)
         on[np.asarray(support, np.int64)] = True
         ch = np.flatnonzero(on != self.on)
@@ -159,9 +161,11 @@ class _FarkasLP:
             hi = np.where(on[ch], 0.0, INF)
             self.h.changeRowsBounds(len(rows), rows, np.full(len(rows), -INF), hi)
             self.on = on
-        self.h.run()
+        st = run_highs(self.h, budget)
         self.solves += 1
-        if self.h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        if st == highspy.HighsModelStatus.kTimeLimit:
+            raise OutOfTime("pruning bound's Farkas LP: the time limit stopped HiGHS")
+        if st != highspy.HighsModelStatus.kOptimal:
             return None
         x = np.asarray(self.h.getSolution().col_value)
         return float(x[-1]), np.maximum(x[: self.R], 0.0)
@@ -215,7 +219,10 @@ def prove_pruning_bound(
         support, value = found
         if stop_at is not None and value >= stop_at:
             break
-        sol = lp.solve(support)
+        try:
+            sol = lp.solve(support, budget)
+        except OutOfTime:  # the cuts so far stand; the support is undecided
+            break
         if sol is None or sol[0] < EPS_INFEASIBLE:
             meets = len(support)
             break
@@ -243,7 +250,10 @@ def _grow(cut: Cut, lp: _FarkasLP, make_cut, T: int, budget: Budget) -> Cut:
             continue
         tried += 1
         support = np.r_[np.setdiff1d(np.arange(T), cut.keep_one_of), t]
-        sol = lp.solve(support)
+        try:
+            sol = lp.solve(support, budget)
+        except OutOfTime:  # the cut so far is valid
+            break
         if sol is None or sol[0] < EPS_INFEASIBLE:
             continue
         new = make_cut(sol[1])

@@ -48,7 +48,8 @@ from fractions import Fraction
 import highspy
 import numpy as np
 
-from pace_cert.master.highs import INF, new_highs
+from pace_cert.budget import Budget
+from pace_cert.master.highs import INF, new_highs, run_highs
 from pace_cert.oracle.cpsat import SeparationOracle, reachable_paths
 from pace_cert.oracle.score_model import PairResult, RegionSpec, ScoreModel
 from pace_cert.oracle.screen import Screen
@@ -351,14 +352,11 @@ class MilpSeparationOracle(SeparationOracle):
         """Solve, check the incumbent exactly, exclude non-genuine ones and re-solve."""
         out = _Outcome()
         ok = (highspy.HighsModelStatus.kOptimal, highspy.HighsModelStatus.kTimeLimit)
+        budget = Budget(deadline)
         for _ in range(self.settings.max_spurious + 1):
-            if deadline is not None:
-                left = deadline - time.perf_counter()
-                if left <= 0:
-                    break
-                h.setOptionValue("time_limit", float(max(left, 0.01)))
-            h.run()
-            st = h.getModelStatus()
+            if budget.expired():
+                break
+            st = run_highs(h, budget)  # the instance's run time counts from its first run
             info = h.getInfo()
             out.nodes += int(info.mip_node_count)
             if st == highspy.HighsModelStatus.kInfeasible:

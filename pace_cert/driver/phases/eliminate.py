@@ -132,8 +132,8 @@ def removal(
 class _Master:
     """The elimination master: the trees left (``kept``) and how many to remove next."""
 
-    def __init__(self, state: RunState) -> None:
-        self.state = state
+    def __init__(self, state: RunState, budget: Budget) -> None:
+        self.state, self.budget = state, budget
         n = state.original.n_trees
         self.kept = list(range(n))
         self.step = max(1, n // 4)
@@ -155,7 +155,7 @@ class _Master:
         if tau > 0 and len(A):  # the best weights within tau of the rescaled original's
             box = max_margin_in_box(
                 A[:, rest], A[:, n:] @ offsets[1:], (1 - tau) * w0, (1 + tau) * w0,
-                seed=self.state.cfg.seed,
+                budget=self.budget, seed=self.state.cfg.seed,
             )  # fmt: skip
             if box is not None and box[1] > 0:
                 w0 = box[0]
@@ -181,7 +181,7 @@ class Eliminate(BaseStep):
 
     def run(self, state: RunState, budget: Budget) -> Iterator[Offer]:
         learners = state.learners[: state.original.n_trees]
-        master = _Master(state)
+        master = _Master(state, budget)
         refuted: set[tuple[int, ...]] = set()  # one-tree removals refuted so far
         while master.step >= 1 and not budget.expired():
             res = faithful_loop(

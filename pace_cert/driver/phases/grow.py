@@ -38,7 +38,7 @@ def column_growth(
     def solve(A: np.ndarray) -> MasterSolution | None:
         pool = None  # every learner's normalised column, once per call when needed
         while len(R) <= max_size:
-            mm, sol = margin_on_support(A, n, np.array(R), seed=state.cfg.seed)
+            mm, sol = margin_on_support(A, n, np.array(R), budget=budget, seed=state.cfg.seed)
             if mm.rho >= rho_min:
                 return dataclasses.replace(sol, optimal=False, status="grown")
             if pool is None:

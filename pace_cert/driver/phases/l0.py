@@ -32,6 +32,7 @@ from pace_cert.driver.phases.shrink import Shrink
 from pace_cert.driver.result import Offer, PhaseResult
 from pace_cert.driver.state import RunState
 from pace_cert.driver.step import BaseStep
+from pace_cert.master.highs import OutOfTime
 from pace_cert.model.ensemble import Tree
 
 #: the fallbacks of an L0 loop that did not certify in its share, in order; each has
@@ -91,6 +92,21 @@ def _improve(
         res = nxt
 
 
+#: a solve of the first L0 loop gets at least this much of the run's time, even when
+#: the loop's share is spent (``l0.share`` 0: one solve), so the fallbacks have its
+#: candidate to start from
+FIRST_SOLVE_SECONDS = 1.0
+
+
+def _solve_budget(first: Budget, run: Budget) -> Budget:
+    """The first L0 loop's master budget: its share ``first``, or
+    ``FIRST_SOLVE_SECONDS`` of the ``run``'s budget (never past it) if that ends later."""
+    floor = run.cap(FIRST_SOLVE_SECONDS)
+    if first.deadline is None or floor.deadline is None or first.deadline >= floor.deadline:
+        return first
+    return floor
+
+
 def l0_loops(
     state: RunState,
     learners: list[Tree],
@@ -105,7 +121,9 @@ def l0_loops(
     size = state.best_size()
     if budget.limited and size is not None and size > 1:
         first = budget.share(state.cfg.tuning.l0.share)
-        l0 = faithful_loop(state, "l0", lambda A: master.solve(A, first), learners, first)
+        l0 = faithful_loop(
+            state, "l0", lambda A: master.solve(A, _solve_budget(first, budget)), learners, first
+        )
         if l0.certified:
             yield _offer_l0(state, l0, name)
             yield from _improve(state, l0, master, learners, name, budget)
@@ -148,5 +166,9 @@ class L0Loop(BaseStep):
         if warm is None:
             warm = np.r_[sol.weights, sol.offsets[1:]]
         A = state.matrix(state.learners)
-        l1_value = state.l1_master.solve(A, len(state.learners)).objective
+        try:
+            l1_value = state.l1_master.solve(A, len(state.learners), budget).objective
+        except OutOfTime:
+            state.record_stop(self.name, "its share of the time ran out")
+            return
         yield from l0_loops(state, state.learners, l1_value, warm, self.name, budget)

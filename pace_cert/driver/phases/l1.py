@@ -42,9 +42,9 @@ def l1_loop(
 
     def solve(A: np.ndarray) -> MasterSolution | None:
         if state.cfg.tuning.master.l1_warm_start:
-            s = state.l1_master.solve(A, len(learners))
+            s = state.l1_master.solve(A, len(learners), budget)
         else:
-            s = solve_l1(A, len(learners), seed=state.cfg.seed)
+            s = solve_l1(A, len(learners), budget=budget, seed=state.cfg.seed)
         last[:] = [s]
         full[0] = full[0] + 1 if np.sum(s.weights > 0) >= FULL_SUPPORT * len(learners) else 0
         if stall and full[0] >= STALL_ROUNDS:

@@ -40,7 +40,7 @@ def refit_loop(state: RunState, chosen: list[Tree], k: int, budget: Budget) -> P
     n = len(ind)
 
     def solve(A: np.ndarray) -> MasterSolution | None:
-        sol = max_margin_on_support(A, n, np.arange(n), seed=state.cfg.seed)
+        sol = max_margin_on_support(A, n, np.arange(n), budget=budget, seed=state.cfg.seed)
         if sol is None:
             return None
         return dataclasses.replace(sol, objective=float(len(chosen)))

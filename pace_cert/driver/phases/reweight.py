@@ -51,7 +51,7 @@ def reweighted_l1(
         lp = L1Master(seed=state.cfg.seed)  # warm within the loop: costs fixed
 
         def solve(A: np.ndarray, lp: L1Master = lp, cost: np.ndarray = cost) -> MasterSolution:
-            s = lp.solve(np.hstack([A[:, :n] / cost, A[:, n:]]), n)  # w' = c w
+            s = lp.solve(np.hstack([A[:, :n] / cost, A[:, n:]]), n, budget)  # w' = c w
             return dataclasses.replace(s, weights=s.weights / cost)
 
         res = faithful_loop(state, "l0-reweighted", solve, learners, budget)

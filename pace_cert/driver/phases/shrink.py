@@ -31,6 +31,7 @@ from pace_cert.driver.loop import faithful_loop
 from pace_cert.driver.result import Offer, PhaseResult
 from pace_cert.driver.state import RunState
 from pace_cert.driver.step import BaseStep
+from pace_cert.master.highs import OutOfTime
 from pace_cert.master.max_margin import margin_on_support
 from pace_cert.master.rows import MasterSolution
 from pace_cert.model.ensemble import Tree
@@ -51,7 +52,10 @@ def removal_margins(
         rest = [u for u in support if u != t]
         if frozenset(rest) in skip:
             continue
-        mm, _ = margin_on_support(A, n, np.array(rest), seed=seed)
+        try:
+            mm, _ = margin_on_support(A, n, np.array(rest), budget=budget, seed=seed)
+        except OutOfTime:
+            break
         out.append((float(mm.rho), t))
     return sorted(out, key=lambda r: (-r[0], r[1]))
 
@@ -82,7 +86,7 @@ def shrink(
         refuted.add(frozenset(rest))
 
         def solve(A: np.ndarray, rest: list[int] = rest) -> MasterSolution | None:
-            mm, sol = margin_on_support(A, n, np.array(rest), seed=state.cfg.seed)
+            mm, sol = margin_on_support(A, n, np.array(rest), budget=budget, seed=state.cfg.seed)
             return sol if mm.rho >= tun.grow_rho else None
 
         res = faithful_loop(
