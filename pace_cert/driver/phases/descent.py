@@ -40,7 +40,7 @@ def robust_support(
     ``rho`` on the margin rows ``A``: the max-margin LP's support over all learners,
     then one learner at a time the one whose removal keeps the largest margin
     (:func:`removal_margins`). Returns early (larger than k) when the budget ends."""
-    mm, _ = margin_on_support(A, n, np.arange(n), seed=seed)
+    mm, _ = margin_on_support(A, n, np.arange(n), budget=budget, seed=seed)
     S = [int(t) for t in np.flatnonzero(mm.weights > 0)]
     if len(S) < k:
         S = list(range(n))
@@ -64,7 +64,7 @@ def try_size(state: RunState, learners: list[Tree], k: int, budget: Budget) -> P
         S, rho = robust_support(A, n, k, budget, seed)
         if len(S) > k or rho < tun.grow_rho:
             return None
-        mm, sol = margin_on_support(A, n, np.array(S), seed=seed)
+        mm, sol = margin_on_support(A, n, np.array(S), budget=budget, seed=seed)
         return sol if mm.rho >= tun.grow_rho else None
 
     return faithful_loop(
