@@ -78,7 +78,7 @@ def run_model(model, limit: float, work: Path, threads: int) -> list[Row]:
     for r in json.loads(path.read_text())["rungs"]:
         verify, vsec = "-", 0.0
         d = out / r["name"]
-        if r["status"] != "empty region":
+        if r["status"] not in ("empty region", "nothing written", "not started"):
             vcmd = [*CLI, "verify", str(onnx_path), str(d / "compressed.onnx"),
                     str(d / "certificate.json"), "--threads", str(threads)]  # fmt: skip
             vcode, _vo, _ve, vsec, _ = _run(vcmd, timeout=1800)

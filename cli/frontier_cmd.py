@@ -94,7 +94,8 @@ def frontier(
         from pace_cert.budget import Budget, process_start
         from pace_cert.frontier.ladder import LadderError, ladder
         from pace_cert.frontier.record import format_table
-        from pace_cert.frontier.run import FrontierOutput, run_frontier
+        from pace_cert.frontier.run import run_frontier
+        from pace_cert.frontier.state import FrontierState, last_words
         from pace_cert.guard import ProcessGuard
         from pace_cert.outputs import Committed
 
@@ -110,17 +111,19 @@ def frontier(
         budget = Budget.seconds(time_limit, start=start)
         hard = None if time_limit is None else start + HARD_LIMIT_FACTOR * time_limit + 2.0
         settings = {"mode": mode, "time_limit": time_limit, "threads": threads, "seed": seed}
-        output = FrontierOutput()
+        state = FrontierState()
 
         def say(msg: str) -> None:
             if not quiet:
                 typer.echo(f"{time.perf_counter() - start:6.1f}s {msg}", err=True)
 
-        def last_words(committed: Committed | None, reason: str) -> None:
-            wrote = f"{out}/frontier.json lists the rungs finished before"
-            typer.echo(f"{reason} ({time.perf_counter() - start:.0f} s); {wrote}", err=True)
+        def ended(committed: Committed | None, reason: str) -> None:
+            words = last_words(state, f"{reason} ({time.perf_counter() - start:.0f} s)")
+            if words.table:
+                typer.echo(words.table)
+            typer.echo(words.note, err=True)
 
-        with ProcessGuard(output, hard, last_words):  # type: ignore[arg-type]
+        with ProcessGuard(state, hard, ended):  # type: ignore[arg-type]
             res = run_frontier(
                 model,
                 data,
@@ -133,7 +136,7 @@ def frontier(
                 backend=backend,
                 ray_address=ray_address,
                 progress=say,
-                output=output,
+                state=state,
             )
         if as_json:
             print_json(res.record.model_dump())

@@ -18,8 +18,17 @@ from pydantic import BaseModel, ConfigDict, Field
 SCHEMA_VERSION = "1.0"
 
 #: a rung's outcome: a smaller certified model, the original unchanged (nothing smaller
-#: was certified), or no training row in the region (nothing written for the rung)
-RungStatus = Literal["certified", "original unchanged", "empty region"]
+#: was certified), no training row in the region (nothing written for the rung), nothing
+#: written (stopped before its first commit), or not started (the frontier's time ended
+#: before the rung's turn)
+RungStatus = Literal[
+    "certified", "original unchanged", "empty region", "nothing written", "not started"
+]
+
+#: how far a rung ran: finished (its plan ended by itself), cut (its time ran out or the
+#: run was stopped during it: the record is its best certified model so far, as committed
+#: in its directory), not started
+RungState = Literal["finished", "cut", "not started"]
 
 
 class _Strict(BaseModel):
@@ -65,6 +74,18 @@ class RungRecord(_Strict):
     budget_seconds: float | None = Field(description="the time the rung was given")
     time_limited: bool = Field(description="the rung's time ran out before its plan ended")
     phase: str = Field(default="", description="the certificate's summary.phase")
+    state: RungState = Field(
+        default="finished",
+        description="finished: the rung's plan ended by itself; cut: its time ran out or "
+        "the run was stopped during it (the record is its best certified model so far); "
+        "not started",
+    )
+    stop_reason: str = Field(default="", description="why the rung's run ended, in words")
+    estimate: int | None = Field(
+        default=None,
+        description="the free-pattern floor: trees a faithful pruning keeps at least if the "
+        "trees' leaves combined freely (an estimate, not a bound)",
+    )
 
 
 class FrontierRecord(_Strict):
@@ -81,8 +102,15 @@ class FrontierRecord(_Strict):
     backend: Literal["local", "ray"]
     reuse: bool = Field(description="each rung started from an enclosing rung's model")
     seconds: float
-    exit_code: int = Field(description="0: some rung certified a smaller model; 2: none")
-    rungs: list[RungRecord]
+    exit_code: int = Field(
+        description="0: some rung (finished or cut) certified a smaller model; 2: none"
+    )
+    ended: str = Field(
+        default="finished",
+        description="why the file was written last: finished (every rung ran), running "
+        "(written after a rung; more to come), or why the run was stopped",
+    )
+    rungs: list[RungRecord] = Field(description="every rung of the ladder, in ladder order")
 
 
 def rung_bounds(cert: Any) -> dict[str, int | None]:
