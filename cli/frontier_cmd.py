@@ -54,7 +54,14 @@ def frontier(
         str | None,
         typer.Option(help="Comma-separated deltas in [0, 1), e.g. 0,0.1 (see --eta)."),
     ] = None,
-    mode: Annotated[str, typer.Option(help="pace (generate, then prune) or prune.")] = "pace",
+    mode: Annotated[
+        str,
+        typer.Option(
+            help="pace (default: prune, then look for a smaller support mixing original and "
+            "newly generated trees; never larger than prune) or prune (L1 then L0 on the "
+            "original trees)."
+        ),
+    ] = "pace",
     time_limit: Annotated[
         float | None,
         typer.Option(

@@ -31,14 +31,23 @@ class Rung:
     @property
     def name(self) -> str:
         """The rung's directory name: ``global``, ``eta0.1``, ``delta0.1``,
-        ``eta0.1-delta0.1``."""
-        parts = [f"eta{self.eta:g}"] if self.eta else []
-        parts += [f"delta{self.delta:g}"] if self.delta else []
+        ``eta0.1-delta0.1``; each value as :func:`number` writes it, so two rungs
+        have the same name only when they are the same rung."""
+        parts = [f"eta{number(self.eta)}"] if self.eta else []
+        parts += [f"delta{number(self.delta)}"] if self.delta else []
         return "-".join(parts) or "global"
 
     def inside(self, other: Rung) -> bool:
         """Whether this rung's region lies inside ``other``'s (equal included)."""
         return self.eta >= other.eta and self.delta >= other.delta
+
+
+def number(x: float) -> str:
+    """``x`` short (``{:g}``) when that reads back as ``x`` exactly, else its shortest
+    exact form (``repr``): 0.1 -> "0.1", 0.1000001 -> "0.1000001", never two numbers
+    written alike."""
+    short = f"{x:g}"
+    return short if float(short) == x else repr(float(x))
 
 
 DEFAULT_LADDER: tuple[Rung, ...] = (
@@ -90,6 +99,10 @@ def ladder(eta: str | None = None, delta: str | None = None) -> tuple[Rung, ...]
     etas = (0.0,) if eta is None else parse_list(eta, "--eta")
     deltas = (0.0,) if delta is None else parse_list(delta, "--delta", upper=1.0)
     rungs = sorted(Rung(e, d) for e in etas for d in deltas)
+    names = [r.name for r in rungs]
+    if len(set(names)) != len(names):  # number() makes this unreachable; kept as a guard
+        twice = next(n for n in names if names.count(n) > 1)
+        raise LadderError("--eta/--delta", f"two rungs would both be named {twice}")
     if len(rungs) > MAX_RUNGS:
         raise LadderError(
             "--eta/--delta", f"{len(rungs)} rungs; at most {MAX_RUNGS} share one time limit"

@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from pace_cert.frontier.ladder import number
+
 SCHEMA_VERSION = "1.0"
 
 #: a rung's outcome: a smaller certified model, the original unchanged (nothing smaller
@@ -160,8 +162,8 @@ def table_rows(rec: FrontierRecord) -> list[list[str]]:
         rows.append(
             [
                 r.name,
-                f"{r.eta:g}",
-                f"{r.delta:g}",
+                number(r.eta),
+                number(r.delta),
                 "-" if empty else f"{r.trees_before} -> {r.trees_after}",
                 "-" if empty else f"{r.leaves_before} -> {r.leaves_after}",
                 _bounds_cell(r.bounds),

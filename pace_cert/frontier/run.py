@@ -60,6 +60,10 @@ def check_inputs(
     original_bytes = Path(model).read_bytes() if Path(model).is_file() else b""
     ensemble, _info = read_ensemble(model)
     loadable_session(original_bytes, model)
+    try:  # the settings all rungs share: an error names the option, not a rung
+        CompressConfig.of(**settings)
+    except SettingError as e:
+        raise InputError(None, str(e)) from None
     cfgs = []
     for r in rungs:
         try:
@@ -71,7 +75,9 @@ def check_inputs(
     ds = read_csv(data, ensemble.classes, ensemble.n_features, target)
     if len(ds.X) < 2:
         raise InputError(data, "has 1 data row; the frontier needs at least 2")
-    ts = None if test is None else read_csv(test, ensemble.classes, ensemble.n_features, target)
+    ts = None
+    if test is not None:  # its columns matched to the training CSV's by name
+        ts = read_csv(test, ensemble.classes, ensemble.n_features, target, ds.feature_names)
     return ensemble, original_bytes, ds, ts, cfgs
 
 
@@ -96,14 +102,17 @@ def rung_jobs(
     target: str,
     forest,
     X: np.ndarray,
+    columns: Sequence[str] | None = None,
 ) -> list[RungJob]:
-    """One job per rung (no deadline or start model yet)."""
+    """One job per rung (no deadline or start model yet); ``columns``: the training
+    CSV's feature columns (the test CSV's are matched to them by name)."""
     from pace_cert.region.plausibility import with_delta
 
     jobs = []
     for r, cfg in zip(rungs, cfgs):
         pl = with_delta(forest, X, r.delta) if forest is not None and r.delta > 0 else None
-        jobs.append(RungJob(r, model, data, test, out / r.name, cfg, target, pl, None))
+        job = RungJob(r, model, data, test, out / r.name, cfg, target, pl, None)
+        jobs.append(replace(job, columns=None if columns is None else tuple(columns)))
     return jobs
 
 
@@ -169,7 +178,9 @@ def run_frontier(
         state.write("running")
     try:
         forest = fit_shared_forest(ds.X, cfgs[0], [r.delta for r in rungs])
-        jobs = rung_jobs(rungs, cfgs, model, data, test, out, target, forest, ds.X)
+        jobs = rung_jobs(
+            rungs, cfgs, model, data, test, out, target, forest, ds.X, ds.feature_names
+        )
         if backend == "ray":
             outcomes = _run_on_ray(jobs, budget, ray_address, cfgs[0].threads, say)
             with state.lock:

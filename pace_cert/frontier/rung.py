@@ -50,6 +50,7 @@ class RungJob:
     start: StartModel | None = None
     start_name: str | None = None
     keep_below: tuple[int, int] | None = None  # second pass: (trees, leaves) to beat
+    columns: tuple[str, ...] | None = None  # the training CSV's feature columns
 
 
 @dataclass
@@ -169,7 +170,7 @@ def _row_coverage(job: RungJob, original: Ensemble, path: Path) -> RowCoverage:
     from pace_cert.driver.state import region_domain
     from pace_cert.region.margins import region_margin
 
-    rows = read_csv(path, original.classes, original.n_features, job.target).X
+    rows = read_csv(path, original.classes, original.n_features, job.target, job.columns).X
     train = read_csv(job.data, original.classes, original.n_features, job.target).X
     forest = job.plausibility if job.cfg.delta > 0 else None
     domain = region_domain(original, train, job.cfg, forest)
