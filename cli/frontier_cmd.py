@@ -41,13 +41,21 @@ def frontier(
         ),
     ] = None,
     target: Annotated[str, typer.Option(help="Name of the label column.")] = "target",
+    rows: Annotated[
+        str | None,
+        typer.Option(
+            help="Comma-separated shares of the --data rows (in %) the rungs' regions must "
+            "hold, e.g. 100,95,80: each is translated for this model into the largest eta "
+            "(rounded down to two significant digits) whose region holds that share. The "
+            "default ladder: 100,99,95,90,80,70. Not with --eta/--delta."
+        ),
+    ] = None,
     eta: Annotated[
         str | None,
         typer.Option(
             help="Comma-separated etas, e.g. 0,0.1,0.2 (vote share for forests/AdaBoost, raw "
-            "score for boosting). With --delta: every (eta, delta) pair is a rung, run from "
-            "the largest region to the smallest. Neither given: the default ladder global; "
-            "eta 0.1; eta 0.1 + delta 0.1; eta 0.2, 0.3, 0.5 + delta 0.1."
+            "score for boosting) instead of --rows. With --delta: every (eta, delta) pair "
+            "is a rung, run from the largest region to the smallest."
         ),
     ] = None,
     delta: Annotated[
@@ -100,9 +108,9 @@ def frontier(
     def _frontier() -> int:
         from pace_cert.budget import Budget, process_start
         from pace_cert.frontier.ladder import LadderError, ladder
-        from pace_cert.frontier.record import format_table
         from pace_cert.frontier.run import run_frontier
         from pace_cert.frontier.state import FrontierState, last_words
+        from pace_cert.frontier.table import render_text
         from pace_cert.guard import ProcessGuard
         from pace_cert.outputs import Committed
 
@@ -111,7 +119,7 @@ def frontier(
         if backend not in ("local", "ray"):
             raise InputError(None, f"--backend: expected local or ray, got {backend!r}")
         try:
-            rungs = ladder(eta, delta)
+            rungs = ladder(eta, delta, rows)
         except LadderError as e:
             raise InputError(None, str(e)) from None
         start = process_start()
@@ -148,7 +156,7 @@ def frontier(
         if as_json:
             print_json(res.record.model_dump())
         else:
-            typer.echo(format_table(res.record))
+            typer.echo(render_text(res.record))
             typer.echo(f"wrote {res.path} and one directory per rung under {out}")
         return res.exit_code
 

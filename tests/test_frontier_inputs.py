@@ -48,7 +48,8 @@ def test_a_test_csv_with_its_columns_in_another_order_is_matched_by_name(zoo_mod
     model, data = zoo_model("seeds", "rf", 6, 2)
     shuffled = tmp_path / "test.csv"
     _rewrite(data, shuffled, order=lambda idx: idx[::-1])
-    _ens, _b, ds, ts, _c = check_inputs(model, data, shuffled, [Rung(0, 0)], {"mode": "prune"})
+    checked = check_inputs(model, data, shuffled, [Rung(0, 0)], {"mode": "prune"})
+    ds, ts = checked.data, checked.test
     np.testing.assert_array_equal(ts.X, ds.X)
     assert ts.feature_names == ds.feature_names
 

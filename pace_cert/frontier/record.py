@@ -15,8 +15,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pace_cert.frontier.ladder import number
-
 SCHEMA_VERSION = "1.0"
 
 #: a rung's outcome: a smaller certified model, the original unchanged (nothing smaller
@@ -47,12 +45,23 @@ class RowCoverage(_Strict):
         description="share of all the rows (inside the region or not) on which "
         "onnxruntime gives the rung's compressed.onnx the original's label"
     )
+    agreement_inside: float | None = Field(
+        default=None,
+        description="the same share on the rows inside the region (1 by the certificate; "
+        "null: no row inside, or a file written before this field)",
+    )
 
 
 class RungRecord(_Strict):
     name: str = Field(description="the rung's directory under the frontier's DIR")
     eta: float
     delta: float
+    share_asked: float | None = Field(
+        default=None,
+        description="a --rows rung: the share of the --data rows (0..1) asked inside the "
+        "region; eta is its translation for this model (the largest eta, rounded down to "
+        "two significant digits, whose region holds that share)",
+    )
     status: RungStatus
     trees_before: int
     trees_after: int
@@ -125,63 +134,6 @@ def rung_bounds(cert: Any) -> dict[str, int | None]:
         "witness_bound": s.witness_bound,
         "pruning_bound": None if pruning is None else int(pruning.value),
     }
-
-
-TABLE_HEADER = (
-    "rung",
-    "eta",
-    "delta",
-    "trees",
-    "leaves",
-    "bounds",
-    "data in / agree",
-    "test in / agree",
-    "seconds",
-    "cut",
-    "status",
-)
-
-
-def _bounds_cell(b: dict[str, int | None]) -> str:
-    short = {"size_lower_bound": "lb", "witness_bound": "wit", "pruning_bound": "prune"}
-    parts = [f"{short.get(k, k)} {v}" for k, v in b.items() if v is not None]
-    return ", ".join(parts) or "-"
-
-
-def _cov_cell(c: RowCoverage | None) -> str:
-    if c is None:
-        return "-"
-    return f"{c.inside}/{c.rows} / {c.agreement:.4f}"
-
-
-def table_rows(rec: FrontierRecord) -> list[list[str]]:
-    """The frontier table, one row of strings per rung (columns: TABLE_HEADER)."""
-    rows = []
-    for r in rec.rungs:
-        empty = r.status == "empty region"
-        rows.append(
-            [
-                r.name,
-                number(r.eta),
-                number(r.delta),
-                "-" if empty else f"{r.trees_before} -> {r.trees_after}",
-                "-" if empty else f"{r.leaves_before} -> {r.leaves_after}",
-                _bounds_cell(r.bounds),
-                _cov_cell(r.data),
-                _cov_cell(r.test),
-                f"{r.seconds:.1f}",
-                "yes" if r.time_limited else "no",
-                r.status,
-            ]
-        )
-    return rows
-
-
-def format_table(rec: FrontierRecord) -> str:
-    """The table as aligned text."""
-    rows = [list(TABLE_HEADER), *table_rows(rec)]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(TABLE_HEADER))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
 
 def load_frontier(path: Path) -> FrontierRecord:

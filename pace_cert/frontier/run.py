@@ -26,7 +26,7 @@ from pace_cert.budget import Budget
 from pace_cert.data import Dataset, read_csv
 from pace_cert.errors import InputError
 from pace_cert.frontier.isolate import isolation_available
-from pace_cert.frontier.ladder import Rung
+from pace_cert.frontier.ladder import Ladder, Rung, resolve
 from pace_cert.frontier.record import FrontierRecord
 from pace_cert.frontier.rung import RungJob, RungOutcome, run_rung
 from pace_cert.frontier.schedule import run_locally
@@ -51,12 +51,13 @@ def check_inputs(
     model: Path,
     data: Path,
     test: Path | None,
-    rungs: Sequence[Rung],
+    plan: Ladder,
     settings: dict,
     target: str = "target",
-) -> tuple[Ensemble, bytes, Dataset, Dataset | None, list[CompressConfig]]:
-    """Read and check everything before anything is written: the model, the CSVs and
-    every rung's settings. InputError (exit 3) otherwise."""
+) -> CheckedInputs:
+    """Read and check everything before anything is written: the model, the CSVs, the
+    ladder (a :class:`RowShares` ladder translated into eta for this model) and every
+    rung's settings. InputError (exit 3) otherwise."""
     original_bytes = Path(model).read_bytes() if Path(model).is_file() else b""
     ensemble, _info = read_ensemble(model)
     loadable_session(original_bytes, model)
@@ -64,6 +65,13 @@ def check_inputs(
         CompressConfig.of(**settings)
     except SettingError as e:
         raise InputError(None, str(e)) from None
+    ds = read_csv(data, ensemble.classes, ensemble.n_features, target)
+    if len(ds.X) < 2:
+        raise InputError(data, "has 1 data row; the frontier needs at least 2")
+    ts = None
+    if test is not None:  # its columns matched to the training CSV's by name
+        ts = read_csv(test, ensemble.classes, ensemble.n_features, target, ds.feature_names)
+    rungs, notes = resolve(plan, ensemble, ds.X[ds.complete])
     cfgs = []
     for r in rungs:
         try:
@@ -72,13 +80,21 @@ def check_inputs(
         except SettingError as e:
             raise InputError(None, f"rung {r.name}: {e}") from None
         cfgs.append(cfg)
-    ds = read_csv(data, ensemble.classes, ensemble.n_features, target)
-    if len(ds.X) < 2:
-        raise InputError(data, "has 1 data row; the frontier needs at least 2")
-    ts = None
-    if test is not None:  # its columns matched to the training CSV's by name
-        ts = read_csv(test, ensemble.classes, ensemble.n_features, target, ds.feature_names)
-    return ensemble, original_bytes, ds, ts, cfgs
+    return CheckedInputs(ensemble, original_bytes, ds, ts, rungs, cfgs, notes)
+
+
+@dataclass(frozen=True)
+class CheckedInputs:
+    """What :func:`check_inputs` read: the model, the CSVs, the rungs (in eta and
+    delta) with their settings, and notes on the ladder's translation."""
+
+    ensemble: Ensemble
+    original_bytes: bytes
+    data: Dataset
+    test: Dataset | None
+    rungs: tuple[Rung, ...]
+    cfgs: list[CompressConfig]
+    notes: list[str]
 
 
 def fit_shared_forest(X: np.ndarray, cfg: CompressConfig, deltas: Sequence[float]):
@@ -120,7 +136,7 @@ def run_frontier(
     model: Path,
     data: Path,
     out: Path,
-    rungs: Sequence[Rung],
+    rungs: Ladder | Sequence[Rung],
     settings: dict,
     *,
     test: Path | None = None,
@@ -135,7 +151,8 @@ def run_frontier(
     isolate: bool = True,
 ) -> FrontierOutcome:
     """Certify each rung of ``rungs`` (ladder order: every rung after the rungs around
-    it) into ``out/<rung>/`` and write ``out/frontier.json``.
+    it; a :class:`~pace_cert.frontier.ladder.RowShares` ladder is translated into eta
+    for this model first) into ``out/<rung>/`` and write ``out/frontier.json``.
 
     ``settings``: CompressConfig fields shared by the rungs (mode, time_limit, threads,
     seed, ...; not eta/delta). ``budget``: the whole run's time (default
@@ -152,14 +169,16 @@ def run_frontier(
     anything is written."""
     model, data, out = Path(model), Path(data), Path(out)
     test = None if test is None else Path(test)
-    ensemble, original_bytes, ds, _ts, cfgs = check_inputs(
-        model, data, test, rungs, settings, target
-    )
+    checked = check_inputs(model, data, test, rungs, settings, target)
+    ensemble, original_bytes, ds = checked.ensemble, checked.original_bytes, checked.data
+    rungs, cfgs = checked.rungs, checked.cfgs
     prepare_out_dir(out)
     if budget is None:
         budget = Budget.seconds(settings.get("time_limit"))
     state = FrontierState() if state is None else state
     say = progress or (lambda _m: None)
+    for note in checked.notes:
+        say(f"[frontier] {note}")
     header = {
         "tool_version": _version(),
         "created": _now(),

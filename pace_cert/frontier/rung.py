@@ -109,6 +109,7 @@ def run_rung(
         name=job.rung.name,
         eta=job.rung.eta,
         delta=job.rung.delta,
+        share_asked=job.rung.share,
         status="certified" if out.exit_code == 0 else "original unchanged",
         trees_before=s.trees_before,
         trees_after=s.trees_after,
@@ -149,6 +150,7 @@ def _empty_record(job: RungJob, ens: Ensemble, seconds: float, left: float | Non
         name=job.rung.name,
         eta=job.rung.eta,
         delta=job.rung.delta,
+        share_asked=job.rung.share,
         status="empty region",
         trees_before=ens.n_trees,
         trees_after=ens.n_trees,
@@ -165,8 +167,9 @@ def _empty_record(job: RungJob, ens: Ensemble, seconds: float, left: float | Non
 def _row_coverage(job: RungJob, original: Ensemble, path: Path) -> RowCoverage:
     """The rows of ``path`` inside the rung's region (the domain, margin and
     plausibility bound of its certificate, inferred from the training rows as compress
-    does) and onnxruntime's agreement of the written model with the original on all."""
-    from pace_cert.cert.coverage import coverage
+    does) and onnxruntime's agreement of the written model with the original, on the
+    rows inside the region and on all."""
+    from pace_cert.cert.coverage import region_masks
     from pace_cert.driver.state import region_domain
     from pace_cert.region.margins import region_margin
 
@@ -174,8 +177,16 @@ def _row_coverage(job: RungJob, original: Ensemble, path: Path) -> RowCoverage:
     train = read_csv(job.data, original.classes, original.n_features, job.target).X
     forest = job.plausibility if job.cfg.delta > 0 else None
     domain = region_domain(original, train, job.cfg, forest)
-    cov = coverage(original, rows, region_margin(original, job.cfg.eta), forest, domain)
+    inside = region_masks(original, rows, region_margin(original, job.cfg.eta), forest, domain)[
+        "inside"
+    ]
     a = labels(session(Path(job.model).read_bytes()), rows)
     b = labels(session((job.out / "compressed.onnx").read_bytes()), rows)
-    agree = float(np.mean(a == b)) if len(rows) else 1.0
-    return RowCoverage(path=str(path), rows=len(rows), inside=cov.inside, agreement=agree)
+    same = np.asarray(a == b)
+    return RowCoverage(
+        path=str(path),
+        rows=len(rows),
+        inside=int(inside.sum()),
+        agreement=float(same.mean()) if len(rows) else 1.0,
+        agreement_inside=float(same[inside].mean()) if inside.any() else None,
+    )

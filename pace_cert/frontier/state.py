@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from pace_cert.frontier.ladder import Rung
-from pace_cert.frontier.record import FrontierRecord, RungRecord, format_table, rung_bounds
+from pace_cert.frontier.record import FrontierRecord, RungRecord, rung_bounds
+from pace_cert.frontier.table import render_text
 from pace_cert.outputs import Committed, write_atomic
 
 FRONTIER_FILE = "frontier.json"
@@ -58,6 +59,7 @@ def cut_record(
         name=rung.name,
         eta=rung.eta,
         delta=rung.delta,
+        share_asked=rung.share,
         status="certified" if certified_smaller(s) else "original unchanged",
         trees_before=s.trees_before,
         trees_after=s.trees_after,
@@ -80,6 +82,7 @@ def not_started_record(rung: Rung, trees: int, leaves: int) -> RungRecord:
         name=rung.name,
         eta=rung.eta,
         delta=rung.delta,
+        share_asked=rung.share,
         status="not started",
         trees_before=trees,
         trees_after=trees,
@@ -208,4 +211,4 @@ def last_words(state: FrontierState, reason: str) -> LastWords:
         note = f"{reason}: wrote {state.path} ({listed})"
     except OSError as e:
         note = f"{reason}: could not write {state.path} ({e.strerror or e})"
-    return LastWords(format_table(rec), note)
+    return LastWords(render_text(rec), note)
