@@ -74,7 +74,8 @@ def frontier(
         float | None,
         typer.Option(
             help="Seconds for the whole frontier, counted from process start; each rung gets "
-            "the time left divided by the rungs still to run."
+            "the time left divided by the rungs still to run and is stopped at its share "
+            "(+3 %); time left at the end goes back to the rungs cut."
         ),
     ] = None,
     threads: ThreadsOpt = 2,

@@ -6,6 +6,7 @@ the stop reason, a one-line recommendation, in the report too)."""
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -49,6 +50,9 @@ def test_each_share_becomes_the_largest_round_eta_holding_it(zoo_model, kind):
         inside = margin_mask(ens, X, region_margin(ens, r.eta)).mean()
         assert inside >= r.share - 1e-12, (r.name, r.eta, inside)
         assert float(f"{r.eta:.2g}") == r.eta  # two significant digits
+        if r.eta > 0:  # the largest such: one step up holds less
+            up = r.eta + 10 ** (math.floor(math.log10(r.eta)) - 1)
+            assert margin_mask(ens, X, region_margin(ens, up)).mean() < r.share
     assert eta_for_share(ens, X, 0.7) == rungs[-1].eta
 
 

@@ -191,9 +191,14 @@ def eta_for_share(original, X: np.ndarray, share: float) -> float:
         inside = margin_mask(original, X, region_margin(original, e))
         return float(inside.mean()) >= share
 
-    while eta > 0 and not holds(eta):
-        eta = _round_down(eta * 0.9)
+    while eta > 0 and not holds(eta):  # a margin equal to c_o is outside: one step down
+        eta = _step_down(eta)
     return eta
+
+
+def _step_down(v: float, digits: int = 2) -> float:
+    """The next two-significant-digit value below ``v`` (itself one), 0 below 1e-12."""
+    return _round_down(v * (1 - 1e-9), digits)
 
 
 def _round_down(v: float, digits: int = 2) -> float:
