@@ -238,3 +238,37 @@ def test_a_second_pass_only_commits_a_smaller_certified_model(tmp_path):
     assert not (tmp_path / "compressed.onnx").exists()
     out.commit(files(4), Committed(0, "smaller"))
     assert (tmp_path / "compressed.onnx").read_bytes() == b"m4" and out.best == (4, 40)
+
+
+def test_a_rungs_measurement_and_grace_count_against_its_share(zoo_model, monkeypatch):
+    """Item 2: the compress run of a rung of S seconds gets S less the measurement's
+    reserve; its hard stop is S plus a small grace, never far past the frontier's end."""
+    import time
+
+    from pace_cert.budget import Budget
+    from pace_cert.frontier import rung, schedule
+
+    model, data = zoo_model("seeds", "rf", 6, 2)
+    seen = {}
+
+    def fake_compress(*args, **kw):
+        seen["left"], seen["cfg"] = args[6].left(), args[3]
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(rung, "run_compress", fake_compress)
+    from pace_cert.settings import CompressConfig
+
+    job = rung.RungJob(
+        RUNGS[0], model, data, None, Path("x"), CompressConfig(mode="prune"), "target", None,
+        time.time() + 100.0,
+    )  # fmt: skip
+    with pytest.raises(RuntimeError):
+        rung.run_rung(job)
+    assert 100 - rung.coverage_reserve(100) - 2 < seen["left"] <= 100 - rung.coverage_reserve(100)
+    assert seen["cfg"].time_limit <= 100 - rung.coverage_reserve(100)
+    assert rung.coverage_reserve(1000) == rung.COVERAGE_RESERVE_CAP
+    now = time.perf_counter()
+    stop = schedule.rung_hard_stop(100.0, Budget.seconds(100.0))
+    assert now + 100 < stop <= time.perf_counter() + 100 + schedule.HARD_STOP_MIN
+    stop = schedule.rung_hard_stop(100.0, Budget.seconds(1000.0))
+    assert stop >= now + 100 + 100 * schedule.HARD_STOP_GRACE

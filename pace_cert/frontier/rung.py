@@ -71,8 +71,10 @@ def run_rung(
     cut: its best certified model so far) after each file set it commits."""
     t0 = time.perf_counter()
     left = None if job.wall_deadline is None else max(0.0, job.wall_deadline - time.time())
-    budget = Budget.seconds(None if left is None else left - coverage_reserve(left))
-    cfg = job.cfg if left is None else job.cfg.tuned(time_limit=max(left, 0.01))
+    # the compress run's time: the rung's share less the measurement's reserve
+    run_seconds = None if left is None else max(left - coverage_reserve(left), 0.01)
+    budget = Budget.seconds(run_seconds)
+    cfg = job.cfg if run_seconds is None else job.cfg.tuned(time_limit=run_seconds)
     said = progress or (lambda _m: None)
     started: list[bool] = []
 
