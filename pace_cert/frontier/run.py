@@ -227,7 +227,10 @@ def _run_on_ray(
 
     from pace_cert.oracle.ray_backend import connect
 
+    where = address or "a local Ray instance"
+    say(f"[frontier] connecting to {where} (starting Ray can take a minute)")
     connect(address, max(1, threads))
+    say(f"[frontier] connected to {where}")
     left = budget.left()
     deadline = None if left is None else time.time() + max(0.0, left)
     task = ray.remote(num_cpus=1)(_ray_rung)

@@ -142,6 +142,17 @@ def run_rung(
     return RungOutcome(rec, start)
 
 
+def measured(job: RungJob, record: RungRecord) -> RungRecord:
+    """``record`` with its data and test rows measured against the model its directory
+    holds (a rung stopped before it measured them); unchanged when there is none."""
+    if not (job.out / "compressed.onnx").is_file():
+        return record
+    ensemble, _ = read_ensemble(job.model)
+    data = _row_coverage(job, ensemble, job.data)
+    test = None if job.test is None else _row_coverage(job, ensemble, job.test)
+    return record.model_copy(update={"data": data, "test": test})
+
+
 def coverage_reserve(seconds: float) -> float:
     """Seconds of a rung's ``seconds`` kept for measuring its model on the rows."""
     return min(COVERAGE_RESERVE * seconds, COVERAGE_RESERVE_CAP)

@@ -14,7 +14,7 @@ from pace_cert.budget import Budget
 from pace_cert.frontier.isolate import KeepBest, run_in_child
 from pace_cert.frontier.ladder import Rung, enclosing
 from pace_cert.frontier.record import FrontierRecord, RungRecord
-from pace_cert.frontier.rung import RungJob, RungOutcome, run_rung
+from pace_cert.frontier.rung import RungJob, RungOutcome, measured, run_rung
 from pace_cert.frontier.state import FrontierState, not_started_record
 from pace_cert.model.onnx_reader import read_ensemble
 from pace_cert.outputs import OutputDir
@@ -135,7 +135,12 @@ def _one_rung(
         if best is None:
             outcome = RungOutcome(nothing_written(job, time.perf_counter() - t0, why))
         else:
-            outcome = RungOutcome(best.model_copy(update={"stop_reason": why}), None)
+            spent = (0.0 if keep is None else keep.seconds) + time.perf_counter() - t0
+            record = best.model_copy(update={"stop_reason": why, "seconds": spent})
+            left = budget.left()
+            if record.data is None and (left is None or left > 0):
+                record = measured(job, record)  # the rows its directory's model covers
+            outcome = RungOutcome(record, None)
             if first is not None and best is keep:
                 outcome.model = first.model
     elif first is not None:
