@@ -273,3 +273,27 @@ def test_a_rungs_measurement_and_grace_count_against_its_share(zoo_model, monkey
     assert now + 100 < stop <= time.perf_counter() + 100 + schedule.HARD_STOP_MIN
     stop = schedule.rung_hard_stop(100.0, Budget.seconds(1000.0))
     assert stop >= now + 100 + 100 * schedule.HARD_STOP_GRACE
+
+
+def test_the_second_pass_takes_the_largest_cut_regions_the_time_allows(
+    zoo_model, tmp_path, monkeypatch
+):
+    """Item 5: 7 s left and two rungs cut: the outer one runs again, not neither."""
+    from pace_cert.budget import Budget
+    from pace_cert.frontier import run, schedule
+
+    model, data = zoo_model("seeds", "rf", 6, 2)
+    jobs = run.rung_jobs(RUNGS[:2], [None, None], model, data, None, tmp_path, "target", None, None)
+    seen = []
+
+    def fake_rung(job, progress=None, output=None, on_commit=None):
+        seen.append((job.rung, job.keep_below is not None))
+        return schedule.RungOutcome(cut_record(job.rung, _cert(5), 1.0, 1.0))
+
+    monkeypatch.setattr(schedule, "run_rung", fake_rung)
+    state = _state(tmp_path)
+    state.start(tmp_path / "frontier.json", HEADER, RUNGS[:2], 100, 1000)
+    budget = Budget.seconds(60)
+    monkeypatch.setattr(budget.__class__, "left", lambda self: 7.0)
+    schedule.run_locally(jobs, budget, state, True, print, None, False)
+    assert seen == [(RUNGS[0], False), (RUNGS[1], False), (RUNGS[0], True)]

@@ -25,8 +25,8 @@ Progress = Callable[[str], None]
 #: never more than HARD_STOP_MIN past the frontier's own deadline
 HARD_STOP_GRACE = 0.03
 HARD_STOP_MIN = 1.0
-#: the second pass (rungs cut, given the time the ladder left) runs when at least
-#: this many seconds are left for each cut rung
+#: the second pass (rungs cut, given the time the ladder left): as many cut rungs as
+#: have this many seconds each, the largest regions first
 SECOND_PASS_MIN = 5.0
 
 
@@ -54,9 +54,12 @@ def run_locally(
             on_rung(state.snapshot())
     cut = [i for i, o in enumerate(done) if o.record.state == "cut"]
     left = budget.left()
-    if not cut or left is None or left < SECOND_PASS_MIN * len(cut):
+    if left is None:
         return done
-    say(f"[frontier] second pass: {left:.0f} s left for the {len(cut)} rung(s) cut")
+    cut = cut[: int(left // SECOND_PASS_MIN)]  # the largest regions first
+    if not cut:
+        return done
+    say(f"[frontier] second pass: {left:.0f} s left for {len(cut)} rung(s) cut")
     for k, i in enumerate(cut):
         first = done[i]
         job = _scheduled(jobs[i], budget, len(cut) - k, done if reuse else [], rungs[:i])
