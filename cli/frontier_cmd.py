@@ -135,7 +135,9 @@ def frontier(
 
         def ended(committed: Committed | None, reason: str) -> None:
             words = last_words(state, f"{reason} ({time.perf_counter() - start:.0f} s)")
-            if words.table:
+            if as_json and words.record is not None:
+                print_json(words.record.model_dump())
+            elif words.table:
                 typer.echo(words.table)
             typer.echo(words.note, err=True)
 

@@ -104,6 +104,7 @@ class LastWords:
 
     table: str
     note: str
+    record: FrontierRecord | None = None  # what frontier.json lists (None: nothing started)
 
 
 class FrontierState:
@@ -211,4 +212,4 @@ def last_words(state: FrontierState, reason: str) -> LastWords:
         note = f"{reason}: wrote {state.path} ({listed})"
     except OSError as e:
         note = f"{reason}: could not write {state.path} ({e.strerror or e})"
-    return LastWords(render_text(rec), note)
+    return LastWords(render_text(rec), note, rec)
