@@ -146,12 +146,14 @@ STUCK = textwrap.dedent(
 
 
 def _stuck_frontier(zoo_model, tmp_path, certified: bool, isolated: bool):
+    """The frontier CLI in a fresh process whose compress runs commit a 2-tree model,
+    then hang; a 10 s limit leaves room for a slow start on a loaded machine."""
     model, data = zoo_model("seeds", "rf", 6, 2)
     out = tmp_path / "out"
     script = STUCK.format(certified=certified, isolated=isolated)
     args = ["frontier", model, "--data", data, "--out", out, "--eta", "0,0.1", "--quiet"]
     res = subprocess.run(
-        [sys.executable, "-c", script, *map(str, args), "--time-limit", "4"],
+        [sys.executable, "-c", script, *map(str, args), "--time-limit", "10"],
         capture_output=True,
         text=True,
         timeout=120,
