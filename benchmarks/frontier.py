@@ -37,6 +37,7 @@ CLI = [sys.executable, "-m", "pace_cert.cli.main"]
 class Row:
     key: str
     rung: str
+    state: str
     eta: float
     delta: float
     status: str
@@ -71,14 +72,14 @@ def run_model(model, limit: float, work: Path, threads: int) -> list[Row]:
     path = out / "frontier.json"
     if not path.exists():
         last = err.strip().splitlines()[-1][:120] if err.strip() else ""
-        return [Row(model.key, "-", 0, 0, f"no frontier.json: {last}", 0, 0, 0, 0, None, None,
+        return [Row(model.key, "-", "-", 0, 0, f"no frontier.json: {last}", 0, 0, 0, 0, None, None,
                     None, "-", None, 0.0, False, "-", 0.0, code, round(wall, 1),
                     round(max(0.0, wall - limit), 1), round(rss))]  # fmt: skip
     rows = []
     for r in json.loads(path.read_text())["rungs"]:
         verify, vsec = "-", 0.0
         d = out / r["name"]
-        if r["status"] != "empty region":
+        if r["status"] not in ("empty region", "nothing written", "not started"):
             vcmd = [*CLI, "verify", str(onnx_path), str(d / "compressed.onnx"),
                     str(d / "certificate.json"), "--threads", str(threads)]  # fmt: skip
             vcode, _vo, _ve, vsec, _ = _run(vcmd, timeout=1800)
@@ -86,7 +87,8 @@ def run_model(model, limit: float, work: Path, threads: int) -> list[Row]:
         b, t = r["bounds"], r.get("test") or {}
         rows.append(
             Row(
-                model.key, r["name"], r["eta"], r["delta"], r["status"],
+                model.key, r["name"], r.get("state", "finished"), r["eta"], r["delta"],
+                r["status"],
                 r["trees_before"], r["trees_after"], r["leaves_before"], r["leaves_after"],
                 b.get("size_lower_bound"), b.get("witness_bound"), b.get("pruning_bound"),
                 f"{t.get('inside', '-')}/{t.get('rows', '-')}", t.get("agreement"),
@@ -102,7 +104,7 @@ def _share(v: str | float | None) -> str:
 
 
 def report(rows: list[dict], command: str, commit: str, machine: str) -> str:
-    head = ("model", "rung", "status", "trees", "leaves", "lb", "wit", "prune", "test in",
+    head = ("model", "rung", "state", "status", "trees", "leaves", "lb", "wit", "prune", "test in",
             "agree", "rung s", "cut", "verify", "verify s", "frontier s", "RSS MB")  # fmt: skip
     lines = [
         "# Frontier on the realistic suite",
@@ -118,7 +120,7 @@ def report(rows: list[dict], command: str, commit: str, machine: str) -> str:
     for r in rows:
         lines.append(
             "| " + " | ".join(str(v) for v in [
-                r["key"], r["rung"], r["status"],
+                r["key"], r["rung"], r["state"], r["status"],
                 f"{r['trees_before']} -> {r['trees_after']}",
                 f"{r['leaves_before']} -> {r['leaves_after']}",
                 r["size_lower_bound"] or "-", r["witness_bound"] or "-",

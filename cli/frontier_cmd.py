@@ -41,25 +41,41 @@ def frontier(
         ),
     ] = None,
     target: Annotated[str, typer.Option(help="Name of the label column.")] = "target",
+    rows: Annotated[
+        str | None,
+        typer.Option(
+            help="Comma-separated shares of the --data rows (in %) the rungs' regions must "
+            "hold, e.g. 100,95,80: each is translated for this model into the largest eta "
+            "(rounded down to two significant digits) whose region holds that share. The "
+            "default ladder: 100,99,95,90,80,70. Not with --eta/--delta."
+        ),
+    ] = None,
     eta: Annotated[
         str | None,
         typer.Option(
             help="Comma-separated etas, e.g. 0,0.1,0.2 (vote share for forests/AdaBoost, raw "
-            "score for boosting). With --delta: every (eta, delta) pair is a rung, run from "
-            "the largest region to the smallest. Neither given: the default ladder global; "
-            "eta 0.1; eta 0.1 + delta 0.1; eta 0.2, 0.3, 0.5 + delta 0.1."
+            "score for boosting) instead of --rows. With --delta: every (eta, delta) pair "
+            "is a rung, run from the largest region to the smallest."
         ),
     ] = None,
     delta: Annotated[
         str | None,
         typer.Option(help="Comma-separated deltas in [0, 1), e.g. 0,0.1 (see --eta)."),
     ] = None,
-    mode: Annotated[str, typer.Option(help="pace (generate, then prune) or prune.")] = "pace",
+    mode: Annotated[
+        str,
+        typer.Option(
+            help="pace (default: prune, then look for a smaller support mixing original and "
+            "newly generated trees; never larger than prune) or prune (L1 then L0 on the "
+            "original trees)."
+        ),
+    ] = "pace",
     time_limit: Annotated[
         float | None,
         typer.Option(
             help="Seconds for the whole frontier, counted from process start; each rung gets "
-            "the time left divided by the rungs still to run."
+            "the time left divided by the rungs still to run and is stopped at its share "
+            "(+3 %); time left at the end goes back to the rungs cut."
         ),
     ] = None,
     threads: ThreadsOpt = 2,
@@ -93,8 +109,9 @@ def frontier(
     def _frontier() -> int:
         from pace_cert.budget import Budget, process_start
         from pace_cert.frontier.ladder import LadderError, ladder
-        from pace_cert.frontier.record import format_table
-        from pace_cert.frontier.run import FrontierOutput, run_frontier
+        from pace_cert.frontier.run import run_frontier
+        from pace_cert.frontier.state import FrontierState, last_words
+        from pace_cert.frontier.table import render_text
         from pace_cert.guard import GuardStop, ProcessGuard
 
         if mode not in ("pace", "prune"):
@@ -102,29 +119,33 @@ def frontier(
         if backend not in ("local", "ray"):
             raise InputError(None, f"--backend: expected local or ray, got {backend!r}")
         try:
-            rungs = ladder(eta, delta)
+            rungs = ladder(eta, delta, rows)
         except LadderError as e:
             raise InputError(None, str(e)) from None
         start = process_start()
         budget = Budget.seconds(time_limit, start=start)
         hard = None if time_limit is None else start + HARD_LIMIT_FACTOR * time_limit + 2.0
         settings = {"mode": mode, "time_limit": time_limit, "threads": threads, "seed": seed}
-        output = FrontierOutput()
+        state = FrontierState()
 
         def say(msg: str) -> None:
             if not quiet:
                 typer.echo(f"{time.perf_counter() - start:6.1f}s {msg}", err=True)
 
-        def last_words(stop: GuardStop) -> int:
-            # TODO(frontier): print the table / --json object and record the stop in
-            # frontier.json and the running rung's certificate (see guard.py)
-            wrote = f"{out}/frontier.json lists the rungs finished before"
-            typer.echo(f"stopped by {stop.cause} ({stop.at - start:.0f} s); {wrote}", err=True)
-            committed = output.committed
-            code = committed.exit_code if committed is not None else 2
-            return stop.signal_exit_code or code
+        def ended(stop: GuardStop) -> int:
+            """The guard's last words: frontier.json with every rung and the table (or
+            the --json record); the exit code is the signal's, else the last commit's."""
+            committed = state.committed
+            reason = f"stopped by {stop.cause} ({stop.at - start:.0f} s)"
+            words = last_words(state, reason)
+            if as_json and words.record is not None:
+                print_json(words.record.model_dump())
+            elif words.table:
+                typer.echo(words.table)
+            typer.echo(words.note, err=True)
+            return stop.signal_exit_code or (committed.exit_code if committed is not None else 2)
 
-        with ProcessGuard(output, hard, last_words):  # type: ignore[arg-type]
+        with ProcessGuard(state, hard, ended):  # type: ignore[arg-type]
             res = run_frontier(
                 model,
                 data,
@@ -137,12 +158,12 @@ def frontier(
                 backend=backend,
                 ray_address=ray_address,
                 progress=say,
-                output=output,
+                state=state,
             )
         if as_json:
             print_json(res.record.model_dump())
         else:
-            typer.echo(format_table(res.record))
+            typer.echo(render_text(res.record))
             typer.echo(f"wrote {res.path} and one directory per rung under {out}")
         return res.exit_code
 

@@ -9,6 +9,7 @@ region); the target must be present in every row, and +-inf stays bad input."""
 from __future__ import annotations
 
 import csv
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,9 +42,16 @@ class Dataset:
 
 
 def read_csv(
-    path: str | Path, classes: np.ndarray, n_features: int, target: str = "target"
+    path: str | Path,
+    classes: np.ndarray,
+    n_features: int,
+    target: str = "target",
+    columns: Sequence[str] | None = None,
 ) -> Dataset:
-    """Read and validate TRAIN.csv against a model with ``classes`` and ``n_features``."""
+    """Read and validate TRAIN.csv against a model with ``classes`` and ``n_features``.
+    ``columns``: the feature columns by header name, in model order (another CSV's,
+    e.g. the training CSV's for a test CSV): the file's feature columns are matched to
+    them by name, in any order; a column missing or not among them is named."""
     p = Path(path)
     try:
         with open(p, newline="") as f:
@@ -66,6 +74,8 @@ def read_csv(
         raise InputError(p, f"no target column {target!r} in the header")
     t_col = header.index(target)
     feat_cols = [i for i in range(len(header)) if i != t_col]
+    if columns is not None:
+        feat_cols = _by_name(p, header, feat_cols, list(columns))
     if len(feat_cols) != n_features:
         raise InputError(
             p, f"has {len(feat_cols)} feature columns but the model expects {n_features}"
@@ -108,6 +118,31 @@ def read_csv(
         )
     y = _label_indices(p, labels, classes, lines)
     return Dataset(X32, y, [header[c] for c in feat_cols])
+
+
+def _by_name(p: Path, header: list[str], feat_cols: list[int], columns: list[str]) -> list[int]:
+    """The file's columns (indices into ``header``) holding ``columns``, matched by
+    name; InputError naming a column missing, extra or given twice."""
+    names = [header[i] for i in feat_cols]
+    for c in columns:
+        if c not in names:
+            where = columns.index(c) + 1
+            raise InputError(
+                p,
+                f"no column {c!r} (feature column {where} of the training CSV; "
+                "columns are matched by header name)",
+            )
+    for c in names:
+        if c not in columns:
+            raise InputError(p, f"column {c!r} is not a feature column of the training CSV")
+        if names.count(c) > 1 or columns.count(c) > 1:
+            if names != columns:  # duplicate names: only the same order is unambiguous
+                raise InputError(
+                    p,
+                    f"column {c!r} appears twice: the columns must be in the training CSV's order",
+                )
+            return feat_cols
+    return [feat_cols[names.index(c)] for c in columns]
 
 
 def row_name(i: int, line: int) -> str:

@@ -41,6 +41,7 @@ def run_demo(
     write_atomic(model_path, onnx_model.SerializeToString())
     train_csv = out / "train.csv"
     zoo.write_csv(train_csv, Xtr, ytr, names)
+    zoo.write_csv(out / "test.csv", Xte, yte, names)  # the held-out rows (frontier --test)
     echo(f"trained a random forest ({trees} trees, depth {depth}) -> {model_path}")
     cfg = CompressConfig(mode=mode, eta=eta, delta=delta, threads=2, seed=0)
     res = run_compress(model_path, train_csv, out / "compressed", cfg, progress=echo)

@@ -13,7 +13,14 @@ import pytest
 from typer.testing import CliRunner
 
 from pace_cert.cli.main import app
-from pace_cert.frontier.ladder import DEFAULT_LADDER, LadderError, Rung, ladder
+from pace_cert.frontier.ladder import (
+    DEFAULT_LADDER,
+    ETA_LADDER,
+    LadderError,
+    RowShares,
+    Rung,
+    ladder,
+)
 from pace_cert.frontier.record import FrontierRecord, rung_bounds
 
 SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "frontier.schema.json"
@@ -37,9 +44,9 @@ def _record(run) -> FrontierRecord:
 # ----------------------------------------------------------------------------- ladder
 
 
-def test_the_default_ladder_runs_from_the_largest_region_inwards():
-    assert ladder() == DEFAULT_LADDER
-    names = [r.name for r in DEFAULT_LADDER]
+def test_the_eta_ladder_runs_from_the_largest_region_inwards():
+    assert ladder() == DEFAULT_LADDER == RowShares((1.0, 0.99, 0.95, 0.9, 0.8, 0.7))
+    names = [r.name for r in ETA_LADDER]
     assert names == [
         "global",
         "eta0.1",
@@ -48,8 +55,8 @@ def test_the_default_ladder_runs_from_the_largest_region_inwards():
         "eta0.3-delta0.1",
         "eta0.5-delta0.1",
     ]
-    for i, r in enumerate(DEFAULT_LADDER[1:], 1):
-        assert r.inside(DEFAULT_LADDER[i - 1])
+    for i, r in enumerate(ETA_LADDER[1:], 1):
+        assert r.inside(ETA_LADDER[i - 1])
 
 
 def test_lists_give_every_pair_each_after_the_rungs_around_it():

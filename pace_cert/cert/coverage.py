@@ -27,6 +27,24 @@ from pace_cert.region.masks import margin_mask, plausibility_mask
 def coverage(original: Ensemble, X: np.ndarray, c_o: float, forest, domain) -> Coverage:
     """The coverage of rows ``X`` (float32) by the region of ``original`` with margin
     threshold ``c_o``, plausibility forest ``forest`` (None: delta = 0) and ``domain``."""
+    m = region_masks(original, X, c_o, forest, domain)
+    return Coverage(
+        rows=len(m["inside"]),
+        inside=int(m["inside"].sum()),
+        missing=int(m["missing"].sum()),
+        outside_domain=int((~m["in_domain"] & ~m["missing"]).sum()),
+        tie_band=int(m["tie"].sum()),
+        low_confidence=int(m["low"].sum()),
+        implausible=int(m["implausible"].sum()),
+    )
+
+
+def region_masks(
+    original: Ensemble, X: np.ndarray, c_o: float, forest, domain
+) -> dict[str, np.ndarray]:
+    """Per row of ``X``, boolean masks (as :func:`coverage` counts them): ``inside`` the
+    region, ``missing`` (a NaN), ``in_domain``, ``tie`` (float32 tie band), ``low``
+    (margin within c_o), ``implausible``."""
     X = np.asarray(X, np.float32)
     n = len(X)
     missing = np.isnan(X).any(axis=1)
@@ -38,19 +56,14 @@ def coverage(original: Ensemble, X: np.ndarray, c_o: float, forest, domain) -> C
         confident[~missing] = margin_mask(original, Xc, c_o)
         plausible[~missing] = plausibility_mask(forest, Xc) if forest is not None else True
     confident &= above_guard
-    tie = in_domain & ~above_guard
-    low = in_domain & above_guard & ~confident
-    implausible = in_domain & confident & ~plausible
-    inside = in_domain & confident & plausible
-    return Coverage(
-        rows=n,
-        inside=int(inside.sum()),
-        missing=int(missing.sum()),
-        outside_domain=int((~in_domain & ~missing).sum()),
-        tie_band=int(tie.sum()),
-        low_confidence=int(low.sum()),
-        implausible=int(implausible.sum()),
-    )
+    return {
+        "inside": in_domain & confident & plausible,
+        "missing": missing,
+        "in_domain": in_domain,
+        "tie": in_domain & ~above_guard,
+        "low": in_domain & above_guard & ~confident,
+        "implausible": in_domain & confident & ~plausible,
+    }
 
 
 def coverage_line(cov: Coverage, eta: float, delta: float) -> str:

@@ -4,6 +4,10 @@ time budget and (local backend) the models certified on enclosing rungs.
 
 * :mod:`.ladder`: the rungs as data (the default ladder, ``--eta``/``--delta`` lists);
 * :mod:`.run`: the use case (:func:`run_frontier`);
+* :mod:`.rung`: one rung's compress run and its measurement on the rows;
+* :mod:`.schedule`: the local rungs' time: shares, hard stops, the second pass;
+* :mod:`.isolate`: a rung in a forked process of its own (its hard stop);
+* :mod:`.state`: every rung's status at any moment, and the guard's last words;
 * :mod:`.record`: ``frontier.json`` (pydantic models, schema) and its table;
 * :mod:`.report`: the HTML page of the frontier.
 """

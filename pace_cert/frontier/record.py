@@ -18,8 +18,17 @@ from pydantic import BaseModel, ConfigDict, Field
 SCHEMA_VERSION = "1.0"
 
 #: a rung's outcome: a smaller certified model, the original unchanged (nothing smaller
-#: was certified), or no training row in the region (nothing written for the rung)
-RungStatus = Literal["certified", "original unchanged", "empty region"]
+#: was certified), no training row in the region (nothing written for the rung), nothing
+#: written (stopped before its first commit), or not started (the frontier's time ended
+#: before the rung's turn)
+RungStatus = Literal[
+    "certified", "original unchanged", "empty region", "nothing written", "not started"
+]
+
+#: how far a rung ran: finished (its plan ended by itself), cut (its time ran out or the
+#: run was stopped during it: the record is its best certified model so far, as committed
+#: in its directory), not started
+RungState = Literal["finished", "cut", "not started"]
 
 
 class _Strict(BaseModel):
@@ -36,12 +45,23 @@ class RowCoverage(_Strict):
         description="share of all the rows (inside the region or not) on which "
         "onnxruntime gives the rung's compressed.onnx the original's label"
     )
+    agreement_inside: float | None = Field(
+        default=None,
+        description="the same share on the rows inside the region (1 by the certificate; "
+        "null: no row inside, or a file written before this field)",
+    )
 
 
 class RungRecord(_Strict):
     name: str = Field(description="the rung's directory under the frontier's DIR")
     eta: float
     delta: float
+    share_asked: float | None = Field(
+        default=None,
+        description="a --rows rung: the share of the --data rows (0..1) asked inside the "
+        "region; eta is its translation for this model (the largest eta, rounded down to "
+        "two significant digits, whose region holds that share)",
+    )
     status: RungStatus
     trees_before: int
     trees_after: int
@@ -65,6 +85,18 @@ class RungRecord(_Strict):
     budget_seconds: float | None = Field(description="the time the rung was given")
     time_limited: bool = Field(description="the rung's time ran out before its plan ended")
     phase: str = Field(default="", description="the certificate's summary.phase")
+    state: RungState = Field(
+        default="finished",
+        description="finished: the rung's plan ended by itself; cut: its time ran out or "
+        "the run was stopped during it (the record is its best certified model so far); "
+        "not started",
+    )
+    stop_reason: str = Field(default="", description="why the rung's run ended, in words")
+    estimate: int | None = Field(
+        default=None,
+        description="the free-pattern floor: trees a faithful pruning keeps at least if the "
+        "trees' leaves combined freely (an estimate, not a bound)",
+    )
 
 
 class FrontierRecord(_Strict):
@@ -81,8 +113,15 @@ class FrontierRecord(_Strict):
     backend: Literal["local", "ray"]
     reuse: bool = Field(description="each rung started from an enclosing rung's model")
     seconds: float
-    exit_code: int = Field(description="0: some rung certified a smaller model; 2: none")
-    rungs: list[RungRecord]
+    exit_code: int = Field(
+        description="0: some rung (finished or cut) certified a smaller model; 2: none"
+    )
+    ended: str = Field(
+        default="finished",
+        description="why the file was written last: finished (every rung ran), running "
+        "(written after a rung; more to come), or why the run was stopped",
+    )
+    rungs: list[RungRecord] = Field(description="every rung of the ladder, in ladder order")
 
 
 def rung_bounds(cert: Any) -> dict[str, int | None]:
@@ -95,63 +134,6 @@ def rung_bounds(cert: Any) -> dict[str, int | None]:
         "witness_bound": s.witness_bound,
         "pruning_bound": None if pruning is None else int(pruning.value),
     }
-
-
-TABLE_HEADER = (
-    "rung",
-    "eta",
-    "delta",
-    "trees",
-    "leaves",
-    "bounds",
-    "data in / agree",
-    "test in / agree",
-    "seconds",
-    "cut",
-    "status",
-)
-
-
-def _bounds_cell(b: dict[str, int | None]) -> str:
-    short = {"size_lower_bound": "lb", "witness_bound": "wit", "pruning_bound": "prune"}
-    parts = [f"{short.get(k, k)} {v}" for k, v in b.items() if v is not None]
-    return ", ".join(parts) or "-"
-
-
-def _cov_cell(c: RowCoverage | None) -> str:
-    if c is None:
-        return "-"
-    return f"{c.inside}/{c.rows} / {c.agreement:.4f}"
-
-
-def table_rows(rec: FrontierRecord) -> list[list[str]]:
-    """The frontier table, one row of strings per rung (columns: TABLE_HEADER)."""
-    rows = []
-    for r in rec.rungs:
-        empty = r.status == "empty region"
-        rows.append(
-            [
-                r.name,
-                f"{r.eta:g}",
-                f"{r.delta:g}",
-                "-" if empty else f"{r.trees_before} -> {r.trees_after}",
-                "-" if empty else f"{r.leaves_before} -> {r.leaves_after}",
-                _bounds_cell(r.bounds),
-                _cov_cell(r.data),
-                _cov_cell(r.test),
-                f"{r.seconds:.1f}",
-                "yes" if r.time_limited else "no",
-                r.status,
-            ]
-        )
-    return rows
-
-
-def format_table(rec: FrontierRecord) -> str:
-    """The table as aligned text."""
-    rows = [list(TABLE_HEADER), *table_rows(rec)]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(TABLE_HEADER))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
 
 def load_frontier(path: Path) -> FrontierRecord:

@@ -5,10 +5,12 @@ report page (:func:`pace_cert.report.write_report`) beside it, linked from the t
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from pace_cert.errors import InputError
-from pace_cert.frontier.record import TABLE_HEADER, FrontierRecord, RungRecord, table_rows
+from pace_cert.frontier.record import FrontierRecord, RungRecord
+from pace_cert.frontier.table import legend, proved_bound, recommendation, table_header, table_rows
 from pace_cert.report_plots import PALETTE, esc, svg
 
 
@@ -64,14 +66,18 @@ def render(rec: FrontierRecord, pages: dict[str, Path]) -> str:
         + f". eta is a {units} margin; delta the share of training rows left out as least "
         "plausible. Each rung is its own certificate: <code>pace-cert verify</code> checks "
         "its directory on its own.</p>"
+        + f"<p><strong>{esc(recommendation(rec))}</strong></p>"
         + "<h2>Trees against coverage</h2>"
         + frontier_svg(rec)
         + "<p class='note'>Each point is a rung: the trees of its written model against the "
         "share of the test rows (the data rows without --test) inside its region. Beside "
-        "it, the proved lower bounds (no faithful model has fewer trees): lb the "
-        "certificate's size lower bound, prune the pruning bound when present.</p>"
+        "it, the proved lower bound when it says more than 1 tree (no faithful model of the "
+        "original's depth has fewer trees), drawn as a tick.</p>"
         + "<h2>Rungs</h2>"
-        + _table(TABLE_HEADER, rows, raw=True)
+        + _table(table_header(rec), rows, raw=True)
+        + "<ul class='note'>"
+        + "".join(f"<li>{esc(line)}</li>" for line in legend(rec))
+        + "</ul>"
         + "</main></body></html>\n"
     )
 
@@ -85,16 +91,17 @@ def frontier_svg(rec: FrontierRecord) -> str:
     """Trees (y) against the share of rows inside the region (x), one point per rung
     with its name and bounds; the original's size as a dashed line."""
     width, height, left, right, top, bottom = 760, 400, 50, 170, 56, 40
+    drawn = ("empty region", "not started", "nothing written")
     pts = [
-        (r, x)
-        for r in rec.rungs
-        if r.status != "empty region" and (x := _coverage_share(r)) is not None
+        (r, x) for r in rec.rungs if r.status not in drawn and (x := _coverage_share(r)) is not None
     ]
     n0 = max([r.trees_before for r in rec.rungs] + [1])
     pw, ph = width - left - right, height - top - bottom
+    # the x axis starts a little below the smallest share shown (points near 100 % spread)
+    lo = max(0.0, math.floor((min([x for _, x in pts], default=0.0) - 0.05) * 10) / 10)
 
     def px(share: float) -> float:
-        return left + pw * share
+        return left + pw * (share - lo) / (1 - lo)
 
     def py(trees: float) -> float:
         return top + ph * (1 - trees / n0)
@@ -107,7 +114,7 @@ def frontier_svg(rec: FrontierRecord) -> str:
         f"<text x='{left + 4}' y='{py(n0) - 4:.1f}'>original {n0}</text>",
         f"<text x='{left - 6}' y='{py(0) + 4:.1f}' text-anchor='end'>0</text>",
         f"<text x='{left - 6}' y='{py(n0) + 4:.1f}' text-anchor='end'>{n0}</text>",
-        f"<text x='{left}' y='{height - 8}'>0</text>",
+        f"<text x='{left}' y='{height - 8}'>{100 * lo:.0f} %</text>",
         f"<text x='{left + pw}' y='{height - 8}' text-anchor='end'>all rows inside</text>",
         f"<text x='{left + pw / 2}' y='{height - 8}' text-anchor='middle'>"
         "share of test rows inside the region</text>",
@@ -121,18 +128,14 @@ def frontier_svg(rec: FrontierRecord) -> str:
         while any(abs(ly - py_) < 13 and abs(x - px_) < 150 for px_, py_ in placed):
             ly -= 13
         placed.append((x, ly))
-        bounds = ", ".join(
-            f"{'lb' if k == 'size_lower_bound' else k.split('_')[0]} {v}"
-            for k, v in r.bounds.items()
-            if v is not None and k != "witness_bound"
-        )
-        label = f"{r.name}: {r.trees_after}" + (f" (≥ {bounds})" if bounds else "")
+        bound = proved_bound(r)
+        label = f"{r.name}: {r.trees_after}" + (f" (≥ {bound} proved)" if bound else "")
         parts.append(
             f"<circle cx='{x:.1f}' cy='{y:.1f}' r='5' fill='{colour}'>"
             f"<title>{esc(label)}; {r.status}</title></circle>"
             f"<text x='{x + 8:.1f}' y='{ly:.1f}'>{esc(label)}</text>"
         )
-        for v in (v for k, v in r.bounds.items() if v is not None and k != "witness_bound"):
+        for v in [bound] if bound else []:
             parts.append(
                 f"<line x1='{x - 6:.1f}' y1='{py(v):.1f}' x2='{x + 6:.1f}' y2='{py(v):.1f}' "
                 f"stroke='{colour}' stroke-width='2'><title>{esc(r.name)}: bound {v}"

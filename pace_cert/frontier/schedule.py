@@ -1,0 +1,195 @@
+"""The local frontier's schedule: the rungs one after another, each with its share of
+the time left (time a rung leaves goes to the next), each in a process of its own
+stopped at its hard stop (:mod:`.isolate`), then the second pass: the time the ladder
+left, shared by the rungs that were cut, each resuming from its own best certified
+model (only a smaller certified model replaces it)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from pace_cert.budget import Budget
+from pace_cert.frontier.isolate import KeepBest, run_in_child
+from pace_cert.frontier.ladder import Rung, enclosing
+from pace_cert.frontier.record import FrontierRecord, RungRecord
+from pace_cert.frontier.rung import RungJob, RungOutcome, measured, run_rung
+from pace_cert.frontier.state import FrontierState, not_started_record
+from pace_cert.model.onnx_reader import read_ensemble
+from pace_cert.outputs import OutputDir
+
+Progress = Callable[[str], None]
+
+#: a rung's hard stop: its share plus this share of it (at least HARD_STOP_MIN seconds),
+#: never more than HARD_STOP_MIN past the frontier's own deadline
+HARD_STOP_GRACE = 0.03
+HARD_STOP_MIN = 1.0
+#: the second pass (rungs cut, given the time the ladder left): as many cut rungs as
+#: have this many seconds each, the largest regions first
+SECOND_PASS_MIN = 5.0
+
+
+def run_locally(
+    jobs: list[RungJob],
+    budget: Budget,
+    state: FrontierState,
+    reuse: bool,
+    say: Progress,
+    on_rung: Callable[[FrontierRecord], None] | None,
+    isolate: bool,
+) -> list[RungOutcome]:
+    """The rungs one after another, each with its share of the time left (time a rung
+    leaves goes to the next), each in a process of its own when ``isolate`` (its hard
+    stop); then the second pass: the time the ladder left, shared by the rungs that
+    were cut, each resuming from its own best certified model. Every commit and every
+    rung's end rewrites frontier.json."""
+    done: list[RungOutcome] = []
+    rungs = [j.rung for j in jobs]
+    for i, job in enumerate(jobs):
+        job = _scheduled(job, budget, len(jobs) - i, done if reuse else [], rungs[:i])
+        say(f"[frontier] rung {i + 1}/{len(jobs)}: {job.rung.name}")
+        done.append(_one_rung(i, job, budget, state, say, isolate))
+        if on_rung is not None:
+            on_rung(state.snapshot())
+    cut = [i for i, o in enumerate(done) if o.record.state == "cut"]
+    left = budget.left()
+    if left is None:
+        return done
+    cut = cut[: int(left // SECOND_PASS_MIN)]  # the largest regions first
+    if not cut:
+        return done
+    say(f"[frontier] second pass: {left:.0f} s left for {len(cut)} rung(s) cut")
+    for k, i in enumerate(cut):
+        first = done[i]
+        job = _scheduled(jobs[i], budget, len(cut) - k, done if reuse else [], rungs[:i])
+        if first.model is not None:  # resume from the rung's own best certified model
+            job = replace(job, start=first.model, start_name=first.record.name)
+        job = replace(job, keep_below=kept_size(first.record))
+        say(f"[frontier] second pass {k + 1}/{len(cut)}: {job.rung.name}")
+        done[i] = _one_rung(i, job, budget, state, say, isolate, first)
+        if on_rung is not None:
+            on_rung(state.snapshot())
+    return done
+
+
+def kept_size(record: RungRecord) -> tuple[int, int]:
+    """The (trees, leaves) a later pass must beat: the certified model's, else the
+    original's."""
+    if record.status == "certified":
+        return (record.trees_after, record.leaves_after)
+    return (record.trees_before, record.leaves_before)
+
+
+def better(record: RungRecord, than: RungRecord) -> bool:
+    """Whether ``record`` certifies a model smaller than ``than`` keeps."""
+    size = (record.trees_after, record.leaves_after)
+    return record.status == "certified" and size < kept_size(than)
+
+
+def rung_hard_stop(share: float, budget: Budget) -> float:
+    """The ``perf_counter`` moment a rung of ``share`` seconds starting now is stopped:
+    its share plus a grace, never more than HARD_STOP_MIN past the budget's end."""
+    stop = time.perf_counter() + share + max(HARD_STOP_MIN, HARD_STOP_GRACE * share)
+    return stop if budget.deadline is None else min(stop, budget.deadline + HARD_STOP_MIN)
+
+
+def _one_rung(
+    i: int,
+    job: RungJob,
+    budget: Budget,
+    state: FrontierState,
+    say: Progress,
+    isolate: bool,
+    first: RungOutcome | None = None,
+) -> RungOutcome:
+    """Rung ``i`` (a second pass when ``first``, the first pass's outcome, is given:
+    only a smaller certified model replaces it), its record in ``state``."""
+    t0 = time.perf_counter()
+    keep = None if first is None else first.record
+
+    def seen(record: RungRecord) -> None:
+        if keep is not None and not better(record, state.partial or keep):
+            return
+        if keep is not None:
+            record = record.model_copy(update={"seconds": keep.seconds + record.seconds})
+        with state.lock:
+            state.commit_seen(record)
+            state.write("running")
+
+    def directory() -> OutputDir:
+        if job.keep_below is not None:
+            return KeepBest(job.out, job.keep_below)
+        return OutputDir(job.out)
+
+    with state.lock:
+        state.begin(i, keep)
+    if isolate:
+        share = None if job.wall_deadline is None else job.wall_deadline - time.time()
+        hard = None if share is None else rung_hard_stop(share, budget)
+        outcome, why = run_in_child(run_rung, job, hard, say, seen, directory, state.set_child)
+    else:
+        rung_out = directory()
+        rung_out.lock = state.lock  # the guard's lock: one writer at a time
+        outcome, why = run_rung(job, say, rung_out, on_commit=seen), ""
+    if outcome is None:  # stopped: the best it committed, as the parent saw it
+        say(f"[frontier] {job.rung.name}: {why}")
+        best = state.partial or keep
+        if best is None:
+            outcome = RungOutcome(nothing_written(job, time.perf_counter() - t0, why))
+        else:
+            spent = (0.0 if keep is None else keep.seconds) + time.perf_counter() - t0
+            record = best.model_copy(update={"stop_reason": why, "seconds": spent})
+            left = budget.left()
+            if record.data is None and (left is None or left > 0):
+                record = measured(job, record)  # the rows its directory's model covers
+            outcome = RungOutcome(record, None)
+            if first is not None and best is keep:
+                outcome.model = first.model
+    elif first is not None:
+        seconds = first.record.seconds + outcome.record.seconds
+        if better(outcome.record, first.record):
+            outcome.record = outcome.record.model_copy(update={"seconds": seconds})
+        else:
+            note = f"{first.record.stop_reason}; second pass ({outcome.record.seconds:.0f} s): "
+            note += "nothing smaller"
+            outcome = RungOutcome(
+                first.record.model_copy(update={"seconds": seconds, "stop_reason": note}),
+                first.model,
+            )
+    with state.lock:
+        state.finish(i, outcome.record)
+        state.write("running")
+    return outcome
+
+
+def nothing_written(job: RungJob, seconds: float, why: str) -> RungRecord:
+    """A rung stopped before its first commit (its directory holds no file set)."""
+    ens, _ = read_ensemble(job.model)
+    rec = not_started_record(job.rung, ens.n_trees, ens.n_leaves)
+    return rec.model_copy(
+        update={
+            "status": "nothing written",
+            "state": "cut",
+            "seconds": seconds,
+            "time_limited": True,
+            "stop_reason": why,
+        }
+    )
+
+
+def _scheduled(
+    job: RungJob, budget: Budget, remaining: int, done: list[RungOutcome], before: Sequence[Rung]
+) -> RungJob:
+    """``job`` with its share of the time left (left / rungs remaining: time a rung
+    does not use is carried forward) and, from ``done``, the smallest model certified
+    on a rung around it."""
+    left = budget.left()
+    deadline = None if left is None else time.time() + max(0.0, left) / remaining
+    around = {r.name for r in enclosing(job.rung, list(before))}
+    models = [(o.model, o.record.name) for o in done if o.model is not None]
+    starts = [(m, n) for m, n in models if n in around]
+    start, name = min(
+        starts, key=lambda mn: (mn[0].model.n_trees, mn[0].model.n_leaves), default=(None, None)
+    )
+    return replace(job, wall_deadline=deadline, start=start, start_name=name)
