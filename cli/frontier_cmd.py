@@ -136,7 +136,8 @@ def frontier(
             """The guard's last words: frontier.json with every rung and the table (or
             the --json record); the exit code is the signal's, else the last commit's."""
             committed = state.committed
-            reason = f"stopped by {stop.cause} ({stop.at - start:.0f} s)"
+            by = "at the time limit" if stop.time_limit else f"by {stop.signal}"
+            reason = f"stopped {by} ({stop.at - start:.0f} s)"
             words = last_words(state, reason)
             if as_json and words.record is not None:
                 print_json(words.record.model_dump())
