@@ -156,7 +156,7 @@ def scaled_copy(tree, tree_weight: float, original, weight: float) -> bool:
     leaf ``weight`` times ``original``'s value, up to one float32 rounding (how ``fold``
     writes an unmerged original learner); the two share every split, so their leaves
     are at the same positions."""
-    if not weight > 0:
+    if not (math.isfinite(weight) and weight > 0):
         return False
     leaves = tree.left == LEAF
     want = weight * original.value[leaves]
@@ -173,6 +173,8 @@ def witness_problems(cert: Certificate, orig, c_o, forest, domain, so) -> list[s
     n = orig.n_features
     if any(len(w.x) != n or not 0 <= w.feature < n for w in s.boundary_witnesses):
         return [f"a witness does not have {n} features or names another feature"]
+    if not all(_float32_values([*w.x, w.value_next]) for w in s.boundary_witnesses):
+        return ["a witness value (x or value_next) is not a finite float32"]
 
     def moved(w) -> np.ndarray:
         x = np.asarray(w.x, np.float32).copy()
@@ -198,6 +200,15 @@ def witness_problems(cert: Certificate, orig, c_o, forest, domain, so) -> list[s
     if not problems and s.witness_bound != want:
         problems.append(f"witness_bound {s.witness_bound}, the {len(ws)} witnesses give {want}")
     return problems
+
+
+def _float32_values(values: list[float]) -> bool:
+    """Every value finite and exactly a float32 (a NaN, an inf or 1e308 is not)."""
+    a = np.asarray(values, np.float64)
+    if not np.isfinite(a).all():
+        return False
+    with np.errstate(over="ignore"):
+        return bool(np.array_equal(a.astype(np.float32).astype(np.float64), a))
 
 
 def disagreements(orig, c_o, forest, domain, X, so, sc) -> dict | None:

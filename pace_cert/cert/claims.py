@@ -79,7 +79,20 @@ def structural_problems(cert: Certificate, n_features: int) -> list[str]:
                 f"pair ({p.y0}, {p.y}): a history point does not have {n_features} values"
             )
             break
+        if not all(_float32_exact(h.point) for h in p.history):
+            problems.append(
+                f"pair ({p.y0}, {p.y}): a history point holds a value that is not a finite float32"
+            )
+            break
     return problems
+
+
+def _float32_exact(values: list[float]) -> bool:
+    a = np.asarray(values, np.float64)
+    if not np.isfinite(a).all():
+        return False
+    with np.errstate(over="ignore"):
+        return bool(np.array_equal(a.astype(np.float32).astype(np.float64), a))
 
 
 def is_constant(ens: Ensemble) -> bool:
