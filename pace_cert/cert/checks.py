@@ -98,15 +98,15 @@ def _unnamed_original_problems(cert: Certificate, orig, comp) -> list[str]:
     return []
 
 
-def source_tree(comp, i: int, orig) -> int | None:
+def source_tree(comp, i: int, orig, keys: list[bytes] | None = None) -> int | None:
     """An original tree of which compressed tree ``i`` is a scaled copy (same splits,
     leaf values one factor >= 0 times the original tree's, every class, up to one
-    float32 rounding each); None when there is none."""
+    float32 rounding each); None when there is none. ``keys``: the original trees'
+    structure keys, when the caller has them."""
     key = structure_key(comp.trees[i])
+    keys = [structure_key(tr) for tr in orig.trees] if keys is None else keys
     for t, tr in enumerate(orig.trees):
-        if structure_key(tr) == key and scaled_by_some_factor(
-            comp.trees[i], float(comp.weights[i]), tr
-        ):
+        if keys[t] == key and scaled_by_some_factor(comp.trees[i], float(comp.weights[i]), tr):
             return t
     return None
 
@@ -119,9 +119,10 @@ def pruning_sources(orig, comp) -> list[int] | None:
     (base values) are free in a pruning and not compared."""
     if is_constant(comp):
         return []
+    keys = [structure_key(tr) for tr in orig.trees]
     out = []
     for i in range(comp.n_trees):
-        t = source_tree(comp, i, orig)
+        t = source_tree(comp, i, orig, keys)
         if t is None:
             return None
         out.append(t)
