@@ -275,7 +275,7 @@ def compress_summary(res: CompressOutcome, cfg: Any, model: Path) -> str:
             "try: " + _what_to_try(res, cfg),
         ]
     lines += bound_lines(s, cert.original.max_depth)
-    lines += pruning_bound_lines(s)
+    lines += pruning_bound_lines(cert)
     if res.estimate is not None:
         pb = s.pruning_bound.value if s.pruning_bound is not None else None
         lines.append(placement(s.trees_after if res.exit_code == 0 else None, pb, res.estimate))

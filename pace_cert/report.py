@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from pace_cert.cert.certificate import Certificate
-from pace_cert.cert.claims import claim_catalog, synthesis_part
+from pace_cert.cert.claims import claim_catalog, minimal_pruning, pruning_of, synthesis_part
 from pace_cert.cert.coverage import missing_lines
 from pace_cert.cert.words import narrowing_lines, plausibility_words
 from pace_cert.errors import InputError
@@ -534,7 +534,7 @@ def _minimal_words(cert: Certificate) -> str:
     s = cert.summary
     if not s.certified:
         return ""
-    return " <b>How far from minimal.</b> " + _size_bound_words(s) + _pruning_words(s)
+    return " <b>How far from minimal.</b> " + _size_bound_words(s) + _pruning_words(cert)
 
 
 def _size_bound_words(s) -> str:
@@ -550,15 +550,23 @@ def _size_bound_words(s) -> str:
     )
 
 
-def _pruning_words(s) -> str:
-    """The pruning bound in words (verify re-checks it)."""
+def _pruning_words(cert: Certificate) -> str:
+    """The pruning bound in words (verify re-checks it); "minimal among prunings" only
+    for a pruning (every learner one original tree) of exactly the bound's size."""
+    s = cert.summary
     pb = s.pruning_bound
     if pb is None:
         return ""
-    if s.trees_after <= pb.value:
+    if minimal_pruning(cert, pruning_of(cert)):
         return (
             f" Among prunings of the original (keeping some of its trees) it is minimal: "
             f"none with fewer than {pb.value} trees is faithful, a bound verify re-checks."
+        )
+    if pruning_of(cert) is None:
+        return (
+            f" No pruning of the original (keeping some of its trees) with fewer than "
+            f"{pb.value} trees is faithful, a bound verify re-checks; this model is not a "
+            "pruning (it holds new or merged trees), so the bound does not rank it."
         )
     return (
         f" No pruning of the original with fewer than {pb.value} trees is faithful (a bound "

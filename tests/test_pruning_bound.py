@@ -195,7 +195,7 @@ def test_the_run_states_a_bound_verify_checks(run, tmp_path):
     [
         (_point_out_of_region, "outside the region"),
         (_negative_multiplier, "must be finite and >= 0"),
-        (_bound_raised, "do not prove"),
+        (_bound_raised, "the two claims contradict each other"),
         (_relabelled_point, "the original labels point 0"),
         (_open_walk, "closed walk"),
         (_tree_left_out_of_a_cut, "outside the cut"),

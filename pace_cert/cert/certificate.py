@@ -505,13 +505,17 @@ def bound_lines(summary: Summary, depth: int) -> list[str]:
     ]
 
 
-def pruning_bound_lines(summary: Summary) -> list[str]:
+def pruning_bound_lines(cert: Certificate) -> list[str]:
     """The pruning lower bound (``summary.pruning_bound``) in one line; none when the
-    run did not compute it."""
+    run did not compute it. "minimal among prunings" only for a certified pruning (every
+    learner one original tree) of exactly the bound's size."""
+    from pace_cert.cert.claims import minimal_pruning, pruning_of
+
+    summary = cert.summary
     pb = summary.pruning_bound
     if pb is None:
         return []
-    minimal = summary.certified and summary.trees_after <= pb.value
+    minimal = minimal_pruning(cert, pruning_of(cert))
     what = "minimal among prunings" if minimal else "pruning lower bound"
     exact = " (the minimum on them)" if pb.meets_points == pb.value else ""
     return [

@@ -5,6 +5,8 @@ of points inside the region (a disagreement is a counterexample)."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from pace_cert.cert.certificate import Certificate
@@ -18,8 +20,11 @@ from pace_cert.region.witness import size_bound as witness_size_bound
 
 def checks_learners(cert: Certificate) -> bool:
     """Certificates from schema 1.3 on name each learner's original trees; an older
-    version number does not switch the check off when the learners name trees anyway
-    (the version is a claim like any other)."""
+    version number does not switch the check off when a learner carries the fields
+    anyway (the version is a claim like any other: a field that is present is checked)."""
+    fields = {"merged", "original_trees"}
+    if any(fields & lr.model_fields_set for lr in cert.learners):
+        return True
     if any(lr.original_trees or lr.merged != 1 for lr in cert.learners):
         return True
     try:
@@ -36,7 +41,7 @@ def learner_problems(cert: Certificate, orig, comp) -> list[str]:
     ``original`` tree merges only original trees, a ``new`` one at least one learner
     that is not an original tree. Weights are not checkable from the models alone."""
     if not checks_learners(cert):
-        return []
+        return _unnamed_original_problems(cert, orig, comp)
     lrs = cert.learners
     if not lrs and is_constant(comp):
         return []  # a constant model: the writer's one zero leaf stands for no trees
@@ -79,13 +84,80 @@ def learner_problems(cert: Certificate, orig, comp) -> list[str]:
     return problems
 
 
+def _unnamed_original_problems(cert: Certificate, orig, comp) -> list[str]:
+    """Learners of an older certificate (no ``original_trees``): each one marked
+    original must still be a scaled copy of some original tree, whatever the version."""
+    lrs = cert.learners
+    if not lrs and is_constant(comp):
+        return []
+    if [lr.index for lr in lrs] != list(range(comp.n_trees)):
+        return [f"{len(lrs)} entries for {comp.n_trees} compressed trees (or out of order)"]
+    for lr in lrs:
+        if lr.origin == "original" and source_tree(comp, lr.index, orig) is None:
+            return [f"tree {lr.index} is marked original but is no scaled copy of an original tree"]
+    return []
+
+
+def source_tree(comp, i: int, orig, keys: list[bytes] | None = None) -> int | None:
+    """An original tree of which compressed tree ``i`` is a scaled copy (same splits,
+    leaf values one factor >= 0 times the original tree's, every class, up to one
+    float32 rounding each); None when there is none. ``keys``: the original trees'
+    structure keys, when the caller has them."""
+    key = structure_key(comp.trees[i])
+    keys = [structure_key(tr) for tr in orig.trees] if keys is None else keys
+    for t, tr in enumerate(orig.trees):
+        if keys[t] == key and scaled_by_some_factor(comp.trees[i], float(comp.weights[i]), tr):
+            return t
+    return None
+
+
+def pruning_sources(orig, comp) -> list[int] | None:
+    """Whether the compressed model is a *pruning* of the original, proved from the two
+    models alone (never from the certificate's learners): for each compressed tree an
+    original tree it is a scaled copy of (:func:`source_tree`); ``[]`` for a constant
+    model (no tree); None when some compressed tree is no such copy. Class offsets
+    (base values) are free in a pruning and not compared."""
+    if is_constant(comp):
+        return []
+    keys = [structure_key(tr) for tr in orig.trees]
+    out = []
+    for i in range(comp.n_trees):
+        t = source_tree(comp, i, orig, keys)
+        if t is None:
+            return None
+        out.append(t)
+    return out
+
+
+def scaled_by_some_factor(tree, tree_weight: float, original) -> bool:
+    """Whether ``tree_weight`` times ``tree``'s leaf values is a * ``original``'s for
+    one a >= 0 (every leaf, every class), up to one float32 rounding of each value
+    (relative 2**-23, the factor read off the largest original leaf value); the two
+    share every split, so their leaves are at the same positions."""
+    if tree.value.shape != original.value.shape:
+        return False
+    leaves = tree.left == LEAF
+    got = tree_weight * tree.value[leaves].astype(np.float64)
+    ref = original.value[leaves].astype(np.float64)
+    if not (np.isfinite(got).all() and np.isfinite(ref).all()):
+        return False
+    j = np.unravel_index(int(np.argmax(np.abs(ref))), ref.shape)
+    if ref[j] == 0:
+        return not got.any()
+    a = got[j] / ref[j]
+    if not (math.isfinite(a) and a >= 0):
+        return False
+    want = a * ref
+    return bool(np.all(np.abs(got - want) <= 2.0**-22 * np.abs(want) + 1e-300))
+
+
 def scaled_copy(tree, tree_weight: float, original, weight: float) -> bool:
     """Whether ``tree`` (weighted by ``tree_weight`` in its model: 1 in pace-cert's
     output, the estimator weight when compress fell back to the original) scores each
     leaf ``weight`` times ``original``'s value, up to one float32 rounding (how ``fold``
     writes an unmerged original learner); the two share every split, so their leaves
     are at the same positions."""
-    if not weight > 0:
+    if not (math.isfinite(weight) and weight > 0):
         return False
     leaves = tree.left == LEAF
     want = weight * original.value[leaves]
@@ -102,6 +174,8 @@ def witness_problems(cert: Certificate, orig, c_o, forest, domain, so) -> list[s
     n = orig.n_features
     if any(len(w.x) != n or not 0 <= w.feature < n for w in s.boundary_witnesses):
         return [f"a witness does not have {n} features or names another feature"]
+    if not all(_float32_values([*w.x, w.value_next]) for w in s.boundary_witnesses):
+        return ["a witness value (x or value_next) is not a finite float32"]
 
     def moved(w) -> np.ndarray:
         x = np.asarray(w.x, np.float32).copy()
@@ -127,6 +201,15 @@ def witness_problems(cert: Certificate, orig, c_o, forest, domain, so) -> list[s
     if not problems and s.witness_bound != want:
         problems.append(f"witness_bound {s.witness_bound}, the {len(ws)} witnesses give {want}")
     return problems
+
+
+def _float32_values(values: list[float]) -> bool:
+    """Every value finite and exactly a float32 (a NaN, an inf or 1e308 is not)."""
+    a = np.asarray(values, np.float64)
+    if not np.isfinite(a).all():
+        return False
+    with np.errstate(over="ignore"):
+        return bool(np.array_equal(a.astype(np.float32).astype(np.float64), a))
 
 
 def disagreements(orig, c_o, forest, domain, X, so, sc) -> dict | None:

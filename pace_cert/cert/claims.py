@@ -79,7 +79,20 @@ def structural_problems(cert: Certificate, n_features: int) -> list[str]:
                 f"pair ({p.y0}, {p.y}): a history point does not have {n_features} values"
             )
             break
+        if not all(_float32_exact(h.point) for h in p.history):
+            problems.append(
+                f"pair ({p.y0}, {p.y}): a history point holds a value that is not a finite float32"
+            )
+            break
     return problems
+
+
+def _float32_exact(values: list[float]) -> bool:
+    a = np.asarray(values, np.float64)
+    if not np.isfinite(a).all():
+        return False
+    with np.errstate(over="ignore"):
+        return bool(np.array_equal(a.astype(np.float32).astype(np.float64), a))
 
 
 def is_constant(ens: Ensemble) -> bool:
@@ -279,10 +292,20 @@ class Claim:
     text: str
 
 
-def claim_catalog(cert: Certificate) -> list[Claim]:
+#: ``claim_catalog``'s default: whether the compressed model is a pruning is read
+#: from the certificate's learners (the report, which has no models)
+FROM_LEARNERS = "learners"
+
+
+def claim_catalog(cert: Certificate, kept: list[int] | str | None = FROM_LEARNERS) -> list[Claim]:
     """What ``cert`` states, claim by claim, and how verify treats each (the report's
-    "what verify re-checks" table; verify fills in what it found)."""
+    "what verify re-checks" table; verify fills in what it found). ``kept``: the
+    original trees the compressed model keeps when it is a pruning, None when it is not
+    one (verify proves either from the two ONNX files:
+    :func:`pace_cert.cert.checks.pruning_sources`); by default read from the learners."""
     s = cert.summary
+    if kept == FROM_LEARNERS:
+        kept = pruning_of(cert)
     identical = cert.compressed.sha256 == cert.original.sha256
     n_pairs = len(cert.pairs)
     n_hist = sum(len(p.history) for p in cert.pairs)
@@ -372,14 +395,14 @@ def claim_catalog(cert: Certificate) -> list[Claim]:
                 "hitting-set bound re-proved by CP-SAT",
             )
         )
-        if s.certified and is_pruning(cert) and s.trees_after <= pb.value:
+        if minimal_pruning(cert, kept):
             out.append(
                 Claim(
                     "minimal_pruning",
                     "checked",
                     f"{s.trees_after} trees is minimal among prunings of the original: the "
-                    "compressed model keeps original trees only and the pruning bound is "
-                    f"{pb.value}",
+                    "compressed model is a pruning (each tree a scaled copy of one original "
+                    f"tree, compared in the two files) and the pruning bound is {pb.value}",
                 )
             )
     synth = synthesis_part(cert)
@@ -447,9 +470,46 @@ def _ended_words(cert: Certificate) -> str:
 
 
 def is_pruning(cert: Certificate) -> bool:
-    """Whether the compressed model keeps original trees only, one each (no new or
-    merged trees): a pruning, the family the pruning bound covers."""
-    return all(
-        lr.origin == "original" and lr.merged == 1 and len(lr.original_trees) <= 1
-        for lr in cert.learners
+    """Whether the certificate's learners say the compressed model keeps original trees
+    only, one each (no new or merged trees): a pruning, the family the pruning bound
+    covers. compress's and the report's reading (their own record); verify decides
+    from the two models instead."""
+    return pruning_of(cert) is not None
+
+
+def pruning_of(cert: Certificate) -> list[int] | None:
+    """The original trees a pruning keeps, as the learners name them (None: the
+    learners state a new or merged tree, or an original one without naming it)."""
+    lrs = cert.learners
+    if not all(
+        lr.origin == "original" and lr.merged == 1 and len(lr.original_trees) == 1 for lr in lrs
+    ):
+        return None
+    return [lr.original_trees[0] for lr in lrs]
+
+
+def minimal_pruning(cert: Certificate, kept: list[int] | None) -> bool:
+    """Whether "minimal among prunings" may be said: the model is certified, it is a
+    pruning (``kept``: the original trees it keeps) and it keeps exactly as many trees
+    as the pruning bound (fewer contradicts the bound: a refutation, never a claim)."""
+    s, pb = cert.summary, cert.summary.pruning_bound
+    return (
+        pb is not None
+        and s.certified
+        and kept is not None
+        and s.trees_after == len(kept) == pb.value
+    )
+
+
+def pruning_bound_contradiction(cert: Certificate, kept: list[int] | None) -> str | None:
+    """Why the pruning bound contradicts the certified model (None: it does not): a
+    certified pruning keeping fewer distinct original trees than the bound is a
+    faithful pruning the bound says cannot exist."""
+    s, pb = cert.summary, cert.summary.pruning_bound
+    if pb is None or not s.certified or kept is None or pb.value <= len(set(kept)):
+        return None
+    return (
+        f"summary.pruning_bound.value {pb.value} exceeds the {len(set(kept))} original "
+        "trees the certified model keeps (it is a pruning of the original, compared in the "
+        "two files): the two claims contradict each other"
     )

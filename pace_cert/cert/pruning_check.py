@@ -28,6 +28,7 @@ Imports no compressor code (SPEC section 7): the verifier's own ensemble and reg
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
@@ -37,6 +38,8 @@ from ortools.sat.python import cp_model
 
 #: float64 unit round-off
 _U = 2.0**-53
+#: the smallest normal float64: below it a product's rounding error is absolute
+_TINY = float(np.finfo(np.float64).tiny)
 
 
 @dataclass(frozen=True)
@@ -66,14 +69,17 @@ def leaf_table(trees: Sequence, X: np.ndarray) -> np.ndarray:
 def combo_problem(
     rows: Sequence[Sequence[int]], weight: float, y0: np.ndarray, K: int
 ) -> str | None:
-    """Why a combo is malformed (None: it is a weighted closed walk over the classes)."""
-    if not np.isfinite(weight) or weight < 0:
+    """Why a combo is malformed (None: it is a weighted closed walk over the classes).
+    NaN is never a weight: the test is written so that it fails."""
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+        return f"a combo weight is {weight!r} (must be a number)"
+    if not (math.isfinite(weight) and weight >= 0):
         return f"a combo weight is {weight} (must be finite and >= 0)"
     if not rows:
         return "a combo has no rows"
     balance = np.zeros(K, np.int64)
     for row in rows:
-        if len(row) != 2:
+        if len(row) != 2 or not all(_is_int(v) for v in row):
             return f"a combo row {list(row)} is not [point, class]"
         i, k = int(row[0]), int(row[1])
         if not (0 <= i < len(y0)) or not (0 <= k < K):
@@ -87,64 +93,101 @@ def combo_problem(
     return None
 
 
+def _is_int(v: object) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
 def tree_coefficients(
     H: np.ndarray, y0: np.ndarray, combos: Sequence[tuple[Sequence[Sequence[int]], float]]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(g, err, D-rows): g_t = sum over combo rows of weight * (h_t,y0 - h_t,k) in
-    float64 and err_t, a bound on |g_t (float64) - g_t (exact)|; also the row arrays
-    (point, class, weight) for an exact re-addition."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(g, err, trusted, D-rows): g_t = sum over combo rows of weight * (h_t,y0 - h_t,k)
+    in float64; err_t bounds |g_t (float64) - g_t (exact)| where ``trusted[t]``; the row
+    arrays (point, class, weight) for an exact re-addition.
+
+    The bound is the textbook one for rounding to nearest *without underflow or
+    overflow*. ``trusted[t]`` is False when that assumption may fail for tree t: a
+    non-finite value anywhere (overflow, inf - inf = NaN), or a product that is not 0
+    because a factor is 0 but lies below the smallest normal float64 (an underflowed or
+    subnormal term, whose rounding error is absolute, not relative). Untrusted trees are
+    re-added exactly (:func:`exact_coefficient`)."""
     pi = np.array([int(r[0]) for rows, _w in combos for r in rows], np.int64)
     pk = np.array([int(r[1]) for rows, _w in combos for r in rows], np.int64)
     pw = np.array([float(w) for rows, w in combos for _r in rows])
+    T = H.shape[1]
     if len(pi) == 0:
-        T = H.shape[1]
-        return np.zeros(T), np.zeros(T), np.zeros((0, 3))
-    D = H[pi, :, y0[pi]] - H[pi, :, pk]  # [rows, T]: each entry rounded once
-    terms = pw[:, None] * D
-    g = terms.sum(axis=0)
-    # subtraction, product and a sum of m terms: each error <= u * |result| per
-    # operation, so |error| <= (m + 2) u sum |terms| to first order; 1.01 covers the rest
-    err = 1.01 * (len(pi) + 2) * _U * np.abs(terms).sum(axis=0)
-    return g, err, np.stack([pi, pk, pw], axis=1)
+        return np.zeros(T), np.zeros(T), np.ones(T, bool), np.zeros((0, 3))
+    with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+        D = H[pi, :, y0[pi]] - H[pi, :, pk]  # [rows, T]: each entry rounded once
+        terms = pw[:, None] * D
+        g = terms.sum(axis=0)
+        # subtraction, product and a sum of m terms: each error <= u * |result| per
+        # operation, so |error| <= (m + 2) u sum |terms| to first order; 1.01 covers the
+        # rest
+        err = 1.01 * (len(pi) + 2) * _U * np.abs(terms).sum(axis=0)
+        normal = (np.abs(terms) >= _TINY) | (pw[:, None] == 0) | (D == 0)
+    trusted = (
+        (np.isfinite(terms) & np.isfinite(D) & normal).all(axis=0)
+        & np.isfinite(g)
+        & np.isfinite(err)
+    )
+    return g, err, trusted, np.stack([pi, pk, pw], axis=1)
 
 
-def exact_coefficient(H: np.ndarray, y0: np.ndarray, rows: np.ndarray, t: int) -> Fraction:
-    """g_t added in rationals (every float64 is a rational)."""
+def exact_coefficient(H: np.ndarray, y0: np.ndarray, rows: np.ndarray, t: int) -> Fraction | None:
+    """g_t added in rationals (every finite float64 is a rational); None when a value
+    is not finite (no rational: the caller must not conclude g_t <= 0)."""
     total = Fraction(0)
     for i, k, w in rows:
         i, k = int(i), int(k)
         if w == 0:
             continue
-        total += Fraction(float(w)) * (
-            Fraction(float(H[i, t, y0[i]])) - Fraction(float(H[i, t, k]))
-        )
+        a, b = float(H[i, t, y0[i]]), float(H[i, t, k])
+        if not (math.isfinite(w) and math.isfinite(a) and math.isfinite(b)):
+            return None
+        total += Fraction(float(w)) * (Fraction(a) - Fraction(b))
     return total
 
 
 def positive_trees(H: np.ndarray, y0: np.ndarray, combos) -> list[int]:
     """The trees whose coefficient g_t is not proved <= 0 by ``combos`` ((rows, weight)
-    pairs): a faithful pruning keeps one of them (when the combos are well formed)."""
-    g, err, rows = tree_coefficients(H, y0, combos)
-    return [
-        t
-        for t in range(H.shape[1])
-        if g[t] + err[t] > 0 and (g[t] - err[t] > 0 or exact_coefficient(H, y0, rows, t) > 0)
-    ]
+    pairs): a faithful pruning keeps one of them (when the combos are well formed).
+    float64 decides a tree only when its rounding bound is trusted and settles the sign;
+    every other tree is decided in rationals, and a value with no rational (inf, NaN)
+    never proves g_t <= 0."""
+    g, err, trusted, rows = tree_coefficients(H, y0, combos)
+    out = []
+    for t in range(H.shape[1]):
+        if trusted[t] and g[t] - err[t] > 0:
+            out.append(t)
+        elif trusted[t] and g[t] + err[t] <= 0:
+            continue
+        else:
+            exact = exact_coefficient(H, y0, rows, t)
+            if exact is None or exact > 0:
+                out.append(t)
+    return out
 
 
 def cut_problem(H: np.ndarray, y0: np.ndarray, keep_one_of: Sequence[int], combos) -> str | None:
     """Why a cut does not prove "one of ``keep_one_of`` stays" (None: it does).
     ``combos``: (rows, weight) pairs."""
     T, K = H.shape[1], H.shape[2]
+    if not all(_is_int(t) for t in keep_one_of):
+        return "a cut's keep_one_of must list tree indices"
     keep = {int(t) for t in keep_one_of}
     if any(not (0 <= t < T) for t in keep):
         return "a cut names a tree the original does not have"
+    if not keep:
+        return (
+            "a cut keeps none of the trees (no pruning at all could meet its rows, yet "
+            "the original meets every region point)"
+        )
     if not combos:
         return "a cut has no combos"
     for rows, w in combos:
         if why := combo_problem(rows, w, y0, K):
             return why
-    if sum(float(w) for _r, w in combos) <= 0:
+    if not any(w > 0 for _r, w in combos):
         return "a cut's combo weights are all 0"
     outside = [t for t in positive_trees(H, y0, combos) if t not in keep]
     if outside:
@@ -152,6 +195,28 @@ def cut_problem(H: np.ndarray, y0: np.ndarray, keep_one_of: Sequence[int], combo
             f"tree {outside[0]} is outside the cut but its multiplied rows do not add up "
             "to <= 0: its weight could meet them"
         )
+    return None
+
+
+def bound_shape_problem(bound, n_features: int) -> str | None:
+    """Why ``bound``'s lists cannot be read (None: every point has ``n_features``
+    finite float32 values, one label each, every cut lists tree indices and combos of
+    [point, class] rows): checked before any arithmetic."""
+    if len(bound.labels) != len(bound.points):
+        return f"{len(bound.labels)} labels for {len(bound.points)} points (one label per point)"
+    for i, x in enumerate(bound.points):
+        if not isinstance(x, (list, tuple)) or len(x) != n_features:
+            return f"point {i} does not have {n_features} values"
+        if not all(isinstance(v, float | int) and not isinstance(v, bool) for v in x):
+            return f"point {i} holds a value that is not a number"
+        if not all(math.isfinite(v) for v in x):
+            return f"point {i} holds a value that is not finite"
+    for j, cut in enumerate(bound.cuts):
+        if not all(_is_int(t) for t in cut.keep_one_of):
+            return f"cut {j}: keep_one_of must list tree indices"
+        for combo in cut.combos:
+            if any(len(r) != 2 or not all(_is_int(v) for v in r) for r in combo.rows):
+                return f"cut {j}: a combo row is not [point, class]"
     return None
 
 
@@ -193,12 +258,13 @@ def check_pruning_bound(
     ``label_of(k)``: class index k's label as the certificate writes it."""
     T = original.n_trees
     n = f"no faithful pruning of the original has fewer than {bound.value} trees"
-    if not (0 <= bound.value <= T):
+    if not _is_int(bound.value) or not (0 <= bound.value <= T):
         return BoundCheck("refuted", f"pruning bound {bound.value} is outside [0, {T}]")
-    if len(bound.labels) != len(bound.points):
-        return BoundCheck("refuted", "pruning bound: one label per point is needed")
+    if why := bound_shape_problem(bound, original.n_features):
+        return BoundCheck("refuted", f"pruning bound: summary.pruning_bound: {why}")
     X = np.array(bound.points, np.float64).reshape(len(bound.points), original.n_features)
-    X32 = X.astype(np.float32)
+    with np.errstate(over="ignore"):
+        X32 = X.astype(np.float32)
     if len(X) and not np.array_equal(X32.astype(np.float64), X):
         return BoundCheck("refuted", "pruning bound: a point is not float32")
     if len(X) and not np.all(inside := in_region(X32)):
@@ -230,3 +296,45 @@ def check_pruning_bound(
         f"{n}: {len(bound.points)} region points, {len(bound.cuts)} cuts "
         "re-added exactly, CP-SAT INFEASIBLE for fewer trees",
     )
+
+
+def meets_rows_exactly(
+    H: np.ndarray, y0: np.ndarray, support: Sequence[int], w: np.ndarray, beta: np.ndarray
+) -> bool:
+    """Whether the pruning that keeps ``support`` with weights ``w`` (>= 0, one per tree
+    of ``support``) and class offsets ``beta`` gives every point its label ``y0`` with
+    a positive margin: ``sum_t w_t (h_t,y0 - h_t,k) + beta_y0 - beta_k > 0`` for every
+    other class k, decided in float64 where its rounding bound settles the sign and in
+    rationals elsewhere (NaN or inf anywhere: no)."""
+    S = np.asarray(support, np.int64)
+    w, beta = np.asarray(w, np.float64), np.asarray(beta, np.float64)
+    if len(w) != len(S) or not (np.isfinite(w).all() and np.isfinite(beta).all()):
+        return False
+    if not (np.all(w >= 0) and np.isfinite(H[:, S, :]).all()):
+        return False
+    K = H.shape[2]
+    for k in range(K):
+        rows = np.flatnonzero(y0 != k)
+        if not len(rows):
+            continue
+        D = H[rows[:, None], S[None, :], y0[rows, None]] - H[rows[:, None], S[None, :], k]
+        with np.errstate(over="ignore", under="ignore", invalid="ignore"):
+            prod = D * w[None, :]
+            offsets = np.stack([beta[y0[rows]], np.full(len(rows), -beta[k])], axis=1)
+            terms = np.hstack([prod, offsets])
+            v = terms.sum(axis=1)
+            err = 1.01 * (terms.shape[1] + 2) * _U * np.abs(terms).sum(axis=1)
+            # no product underflowed (else its error is absolute, not relative)
+            normal = ((np.abs(prod) >= _TINY) | (D == 0) | (w[None, :] == 0)).all(axis=1)
+        ok = np.isfinite(terms).all(axis=1) & np.isfinite(v) & np.isfinite(err) & normal
+        ok &= v - err > 0
+        for r in np.flatnonzero(~ok):
+            i = int(rows[r])
+            exact = Fraction(float(beta[y0[i]])) - Fraction(float(beta[k]))
+            for j, t in enumerate(S):
+                exact += Fraction(float(w[j])) * (
+                    Fraction(float(H[i, t, y0[i]])) - Fraction(float(H[i, t, k]))
+                )
+            if not exact > 0:
+                return False
+    return True

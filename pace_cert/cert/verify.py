@@ -30,12 +30,14 @@ from pace_cert.cert.checks import (
     disagreements,
     learner_problems,
     plain_label,
+    pruning_sources,
     witness_problems,
 )
 from pace_cert.cert.claims import (
     claim_catalog,
     claim_problems,
     domain_arrays,
+    pruning_bound_contradiction,
     structural_problems,
 )
 from pace_cert.cert.coverage import coverage, coverage_line
@@ -510,7 +512,8 @@ def _faithfulness(
     cert, orig, comp = ctx.cert, ctx.orig, ctx.comp
     forest, domain, c_o, so, sc = ctx.forest, ctx.domain, ctx.c_o, ctx.so, ctx.sc
     certified = cert.summary.certified
-    catalog = {c.key: c for c in claim_catalog(cert)}
+    kept = pruning_sources(orig, comp)  # from the two models, never from the learners
+    catalog = {c.key: c for c in claim_catalog(cert, kept)}
     claims: list[dict] = []
 
     def check(key: str, text: str | None = None) -> None:
@@ -608,6 +611,8 @@ def _faithfulness(
         if key in catalog:
             check(key)
     if (pb := cert.summary.pruning_bound) is not None:
+        if why := pruning_bound_contradiction(cert, kept):
+            return refute("size_lower_bound.pruning", "pruning bound: " + why)
         bc = check_pruning_bound(
             orig,
             lambda Z: region_mask(orig, c_o, forest, Z, domain),

@@ -19,7 +19,9 @@ Combinatorial Benders, as in :mod:`pace_cert.master.l0_cover`, but with a certif
 * cuts are strengthened by growing S while the LP stays infeasible.
 
 The bound is the master's optimum when it stops (or its proved lower bound at the
-time limit); when the master's S meets the rows, that optimum is exact on the points.
+time limit); when weights on the master's S are found that meet every row with a
+positive margin re-checked exactly (:func:`strictly_met`), that optimum is exact on the
+points (``meets``). An LP that merely fails to prove S infeasible proves nothing.
 A cut only enters the master after the same check verify runs has passed, so every
 stated bound re-checks.
 """
@@ -35,7 +37,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from pace_cert.budget import Budget
-from pace_cert.cert.pruning_check import hitting_bound, positive_trees
+from pace_cert.cert.pruning_check import hitting_bound, meets_rows_exactly, positive_trees
 from pace_cert.master.highs import INF, OutOfTime, load_highs, new_highs, run_highs
 
 #: edges of a circulation below this share of the largest are dropped (LP noise)
@@ -58,7 +60,8 @@ class Cut:
 @dataclass
 class BoundResult:
     """``value``: no pruning of fewer trees meets every point; ``cuts`` prove it;
-    ``meets``: the size of a support whose LP weights meet every point (the bound is the
+    ``meets``: the size of a support with weights shown (exactly) to meet every point
+    with a positive margin (the bound is the
     minimum on the points when equal); ``points``: indices of the points the cuts use."""
 
     value: int
@@ -210,6 +213,8 @@ def prove_pruning_bound(
         if not combos:
             return None
         keep = positive_trees(H, y0, combos)
+        if not keep:  # cannot happen in exact arithmetic (the original meets the points)
+            return None
         return Cut(tuple(keep), combos)
 
     while not budget.expired():
@@ -224,11 +229,12 @@ def prove_pruning_bound(
         except OutOfTime:  # the cuts so far stand; the support is undecided
             break
         if sol is None or sol[0] < EPS_INFEASIBLE:
-            meets = len(support)
+            meets = strictly_met(H, y0, support, budget)
             break
         cut = make_cut(sol[1])
         if cut is None or set(cut.keep_one_of) & set(support.tolist()):
-            meets = len(support)  # the multipliers do not re-check: treat S as meeting
+            # the multipliers do not re-check: S meets the points only if shown to
+            meets = strictly_met(H, y0, support, budget)
             break
         cut = _grow(cut, lp, make_cut, T, budget)
         cuts.append(cut)
@@ -239,6 +245,41 @@ def prove_pruning_bound(
         value = max(value, hs.proved_lower_bound)
     used = sorted({i for c in cuts for rows, _w in c.combos for i, _k in rows})
     return BoundResult(value, cuts, meets, time.perf_counter() - t0, lp.solves, hs.solves, used)
+
+
+def strictly_met(H: np.ndarray, y0: np.ndarray, support: np.ndarray, budget: Budget) -> int | None:
+    """``len(support)`` when weights >= 0 on ``support`` and class offsets give every
+    point its label with a positive margin, re-checked exactly
+    (:func:`pace_cert.cert.pruning_check.meets_rows_exactly`); None when the max-margin
+    LP finds none (margin <= 0, a tie such as margin exactly 0 included) or does not
+    finish within ``budget``."""
+    from scipy.optimize import linprog
+
+    S = np.asarray(support, np.int64)
+    _n, _T, K = H.shape
+    pi, pk = margin_row_index(y0, K)
+    if not len(pi):
+        return len(S)  # one class at the points: nothing to meet
+    A = H[pi[:, None], S[None, :], y0[pi, None]] - H[pi[:, None], S[None, :], pk[:, None]]
+    scale = np.abs(A).max(axis=0) if len(S) else np.ones(0)
+    scale = np.where(scale > 0, scale, 1.0)
+    B = np.zeros((len(pi), K))
+    B[np.arange(len(pi)), y0[pi]] += 1.0
+    B[np.arange(len(pi)), pk] -= 1.0
+    # max rho  s.t.  (A / scale) v + B beta >= rho, 0 <= v <= 1, -1 <= beta <= 1, rho <= 1
+    M = np.hstack([-(A / scale), -B, np.ones((len(pi), 1))])
+    c = np.r_[np.zeros(len(S) + K), -1.0]
+    bounds = [(0.0, 1.0)] * len(S) + [(-1.0, 1.0)] * K + [(None, 1.0)]
+    options = {}
+    if (limit := budget.solver_limit()) is not None:
+        options["time_limit"] = float(max(limit, 0.1))
+    res = linprog(c, A_ub=M, b_ub=np.zeros(len(pi)), bounds=bounds, method="highs",
+                  options=options)  # fmt: skip
+    if res.status != 0 or not -res.fun > 0:
+        return None
+    v, beta = res.x[: len(S)], res.x[len(S) : len(S) + K]
+    w = np.maximum(v, 0.0) / scale
+    return len(S) if meets_rows_exactly(H, y0, S, w, beta) else None
 
 
 def _grow(cut: Cut, lp: _FarkasLP, make_cut, T: int, budget: Budget) -> Cut:
