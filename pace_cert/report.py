@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from pace_cert.cert.certificate import Certificate
-from pace_cert.cert.claims import claim_catalog, minimal_pruning, pruning_of, synthesis_part
+from pace_cert.cert.certificate import Certificate, minimal_pruning, pruning_of
+from pace_cert.cert.claims import claim_catalog, synthesis_part
 from pace_cert.cert.coverage import missing_lines
 from pace_cert.cert.words import narrowing_lines, plausibility_words
 from pace_cert.errors import InputError

@@ -17,8 +17,12 @@ import numpy as np
 import pytest
 
 from pace_cert.budget import Budget
-from pace_cert.cert.certificate import Certificate, pruning_bound_lines
-from pace_cert.cert.claims import minimal_pruning, pruning_of
+from pace_cert.cert.certificate import (
+    Certificate,
+    minimal_pruning,
+    pruning_bound_lines,
+    pruning_of,
+)
 from pace_cert.cert.pruning_check import (
     cut_problem,
     meets_rows_exactly,

@@ -505,12 +505,34 @@ def bound_lines(summary: Summary, depth: int) -> list[str]:
     ]
 
 
+def pruning_of(cert: Certificate) -> list[int] | None:
+    """The original trees a pruning keeps, as the learners name them (None: the
+    learners state a new or merged tree, or an original one without naming it)."""
+    lrs = cert.learners
+    if not all(
+        lr.origin == "original" and lr.merged == 1 and len(lr.original_trees) == 1 for lr in lrs
+    ):
+        return None
+    return [lr.original_trees[0] for lr in lrs]
+
+
+def minimal_pruning(cert: Certificate, kept: list[int] | None) -> bool:
+    """Whether "minimal among prunings" may be said: the model is certified, it is a
+    pruning (``kept``: the original trees it keeps) and it keeps exactly as many trees
+    as the pruning bound (fewer contradicts the bound: a refutation, never a claim)."""
+    s, pb = cert.summary, cert.summary.pruning_bound
+    return (
+        pb is not None
+        and s.certified
+        and kept is not None
+        and s.trees_after == len(kept) == pb.value
+    )
+
+
 def pruning_bound_lines(cert: Certificate) -> list[str]:
     """The pruning lower bound (``summary.pruning_bound``) in one line; none when the
     run did not compute it. "minimal among prunings" only for a certified pruning (every
     learner one original tree) of exactly the bound's size."""
-    from pace_cert.cert.claims import minimal_pruning, pruning_of
-
     summary = cert.summary
     pb = summary.pruning_bound
     if pb is None:

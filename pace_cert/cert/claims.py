@@ -16,7 +16,13 @@ from typing import Literal
 
 import numpy as np
 
-from pace_cert.cert.certificate import Certificate, input_transform, label
+from pace_cert.cert.certificate import (
+    Certificate,
+    input_transform,
+    label,
+    minimal_pruning,
+    pruning_of,
+)
 from pace_cert.model.ensemble import Ensemble, family_of, float32_sum_guard
 from pace_cert.model.onnx_reader import OnnxModelInfo
 from pace_cert.region.margins import eta_units, required_margin
@@ -475,30 +481,6 @@ def is_pruning(cert: Certificate) -> bool:
     covers. compress's and the report's reading (their own record); verify decides
     from the two models instead."""
     return pruning_of(cert) is not None
-
-
-def pruning_of(cert: Certificate) -> list[int] | None:
-    """The original trees a pruning keeps, as the learners name them (None: the
-    learners state a new or merged tree, or an original one without naming it)."""
-    lrs = cert.learners
-    if not all(
-        lr.origin == "original" and lr.merged == 1 and len(lr.original_trees) == 1 for lr in lrs
-    ):
-        return None
-    return [lr.original_trees[0] for lr in lrs]
-
-
-def minimal_pruning(cert: Certificate, kept: list[int] | None) -> bool:
-    """Whether "minimal among prunings" may be said: the model is certified, it is a
-    pruning (``kept``: the original trees it keeps) and it keeps exactly as many trees
-    as the pruning bound (fewer contradicts the bound: a refutation, never a claim)."""
-    s, pb = cert.summary, cert.summary.pruning_bound
-    return (
-        pb is not None
-        and s.certified
-        and kept is not None
-        and s.trees_after == len(kept) == pb.value
-    )
 
 
 def pruning_bound_contradiction(cert: Certificate, kept: list[int] | None) -> str | None:
