@@ -16,23 +16,12 @@ from pace_cert.driver.result import PhaseResult
 from pace_cert.master.max_margin import margin_on_support
 from pace_cert.settings import CompressConfig
 
-from .helpers import assert_faithful_on_every_cell
-from .test_shrink import _certified_start
+from .test_shrink import _certified_start, check_fallback_offers
 
 
 @pytest.mark.parametrize(("family", "seed"), [("rf", 1), ("gb", 4), ("ada", 2)])
 def test_descent_offers_certified_smaller_models_faithful_on_every_cell(tmp_path, family, seed):
-    p, original, path, info = _certified_start(
-        tmp_path, family, seed, shrink_rounds=0, descent_rounds=8
-    )
-    start = p.best[0].model.n_trees
-    step = Descent()
-    assert step.applies(p, None)
-    results = list(step.run(p, p.learners, None, p.budget))
-    sizes = [r.model.n_trees for r in results]
-    assert all(r.certified for r in results)
-    assert sizes and sizes[0] < start and sizes == sorted(set(sizes), reverse=True)
-    assert_faithful_on_every_cell(p, original, path, info, [r.model for r in results])
+    check_fallback_offers(Descent(), tmp_path, family, seed, shrink_rounds=0, descent_rounds=8)
 
 
 def test_descent_is_off_by_default_and_for_models_outside_the_pool(tmp_path):

@@ -46,19 +46,24 @@ def _certified_start(tmp_path, family: str, seed: int, shrink_rounds: int = 3, *
     return p, original, path, info
 
 
-@pytest.mark.parametrize(("family", "seed"), [("rf", 1), ("gb", 4), ("ada", 2)])
-def test_shrink_offers_certified_models_one_learner_smaller_faithful_on_every_cell(
-    tmp_path, family, seed
-):
-    p, original, path, info = _certified_start(tmp_path, family, seed)
+def check_fallback_offers(step, tmp_path, family: str, seed: int, **tuning) -> None:
+    """An L0 fallback run from a certified start offers certified models, each smaller
+    than the last, every one faithful on every cell (onnxruntime, brute force)."""
+    p, original, path, info = _certified_start(tmp_path, family, seed, **tuning)
     start = p.best[0].model.n_trees
-    step = Shrink()
     assert step.applies(p, None)
     results = list(step.run(p, p.learners, None, p.budget))
     sizes = [r.model.n_trees for r in results]
     assert all(r.certified for r in results)
     assert sizes and sizes[0] < start and sizes == sorted(set(sizes), reverse=True)
     assert_faithful_on_every_cell(p, original, path, info, [r.model for r in results])
+
+
+@pytest.mark.parametrize(("family", "seed"), [("rf", 1), ("gb", 4), ("ada", 2)])
+def test_shrink_offers_certified_models_one_learner_smaller_faithful_on_every_cell(
+    tmp_path, family, seed
+):
+    check_fallback_offers(Shrink(), tmp_path, family, seed)
 
 
 def test_shrink_is_off_by_default_and_for_models_outside_the_pool(tmp_path):

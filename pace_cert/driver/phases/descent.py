@@ -25,7 +25,7 @@ import numpy as np
 
 from pace_cert.budget import Budget
 from pace_cert.driver.loop import faithful_loop
-from pace_cert.driver.phases.shrink import removal_margins
+from pace_cert.driver.phases.shrink import best_is_pool_weighting, removal_margins
 from pace_cert.driver.result import PhaseResult
 from pace_cert.driver.state import RunState
 from pace_cert.master.max_margin import margin_on_support
@@ -97,19 +97,13 @@ def descend(
 
 
 class Descent:
-    """Third fallback (``l0.descent_rounds > 0``): from the smallest certified model,
-    when it is a weighting of the pool (not refitted or synthesised trees)."""
+    """Fallback (``l0.descent_rounds > 0``): from the smallest certified model, when it
+    is a weighting of the pool (:func:`best_is_pool_weighting`)."""
 
     suffix = "-descent"
 
     def applies(self, state: RunState, guide: np.ndarray | None) -> bool:
-        best = state.best[0] if state.best is not None else None
-        return (
-            state.cfg.tuning.l0.descent_rounds > 0
-            and best is not None
-            and best.sources is None
-            and len(best.keep) > 1
-        )
+        return state.cfg.tuning.l0.descent_rounds > 0 and best_is_pool_weighting(state)
 
     def run(
         self, state: RunState, learners: list[Tree], guide: np.ndarray | None, budget: Budget

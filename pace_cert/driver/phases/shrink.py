@@ -100,20 +100,22 @@ def shrink(
                 yield res
 
 
+def best_is_pool_weighting(state: RunState) -> bool:
+    """The smallest certified model is a weighting of more than one pool learner (not
+    refitted or synthesised trees, not a start model): what shrinking and the descent
+    start from."""
+    best = state.best[0] if state.best is not None else None
+    return best is not None and best.sources is None and len(best.keep) > 1
+
+
 class Shrink:
-    """Third fallback (``l0.shrink_rounds > 0``): from the smallest certified model,
-    when it is a weighting of the pool (not refitted or synthesised trees)."""
+    """Fallback (``l0.shrink_rounds > 0``): from the smallest certified model, when it
+    is a weighting of the pool (:func:`best_is_pool_weighting`)."""
 
     suffix = "-shrink"
 
     def applies(self, state: RunState, guide: np.ndarray | None) -> bool:
-        best = state.best[0] if state.best is not None else None
-        return (
-            state.cfg.tuning.l0.shrink_rounds > 0
-            and best is not None
-            and best.sources is None
-            and len(best.keep) > 1
-        )
+        return state.cfg.tuning.l0.shrink_rounds > 0 and best_is_pool_weighting(state)
 
     def run(
         self, state: RunState, learners: list[Tree], guide: np.ndarray | None, budget: Budget
