@@ -49,7 +49,7 @@ def run_plan(state: RunState, plan: Plan) -> StopReason:
         limit = state.cfg.time_limit
         return StopReason(
             expired_in,
-            "the time limit" + ("" if limit is None else f" ({limit:g} s)") + " ran out",
+            "the time limit" + ("" if limit is None else f" ({round(limit, 1):g} s)") + " ran out",
             time_limit=True,
         )
     if state.stop_reason is not None:
