@@ -63,6 +63,9 @@ class MasterTuning:
 class SearchTuning:
     """How a round looks for separating samples before and around CP-SAT.
     ``neighbours``: extra samples per pair from one-cell moves of found ones (0: off);
+    ``family_size``: when an L0 candidate is refuted, this many of its one-swap
+    neighbours (largest max-margin LP margin first) are screened in the same round
+    (0: off);
     ``enumeration_per_pair``: samples per pair from a screen; ``climb_steps``: beam
     search steps from the pool before CP-SAT on large domains (0: off);
     ``lazy_proofs``: a CP-SAT round that found a sample stops its other pairs' proofs;
@@ -73,6 +76,7 @@ class SearchTuning:
     of the original's (0: the original's weights, rescaled)."""
 
     neighbours: int = 10
+    family_size: int = 0
     enumeration_per_pair: int = 25
     climb_steps: int = 0
     lazy_proofs: bool = True
@@ -293,6 +297,7 @@ RULES: tuple[Rule, ...] = (
     _count("master.max_rounds", 1),
     Rule("master.progress_seconds", lambda v: _finite(v) and v >= 0, "be >= 0"),
     _count("search.neighbours"),
+    _count("search.family_size"),
     _count("search.enumeration_per_pair", 1),
     _count("search.climb_steps"),
     _count("search.pool_per_row"),

@@ -20,6 +20,7 @@ import numpy as np
 
 from pace_cert.budget import Budget
 from pace_cert.driver.state import RunState
+from pace_cert.master.highs import OutOfTime
 from pace_cert.master.l0_bigm import (
     GUROBI_SIZE_LIMIT,
     NoIncumbent,
@@ -30,7 +31,7 @@ from pace_cert.master.l0_bigm import (
 )
 from pace_cert.master.l0_cover import L0Cover
 from pace_cert.master.l1 import solve_on_support
-from pace_cert.master.max_margin import max_margin_on_support
+from pace_cert.master.max_margin import margin_on_support, max_margin_on_support
 from pace_cert.master.rows import MasterSolution, meets_rows, minimal_rows
 from pace_cert.model.ensemble import Tree
 
@@ -189,3 +190,30 @@ class L0Master:
         state.stats.l0_optimal = s.optimal
         state.stats.big_m = self.big_m
         return reweighted(s)  # computed already by usable()
+
+    # ------------------------------------------------------------------ family
+    def family(self, A: np.ndarray, sol: MasterSolution, budget: Budget) -> list[MasterSolution]:
+        """The candidates this master would likely propose after ``sol`` is refuted: its
+        one-swap neighbours (one learner of the support out, one outside in) that still
+        meet every row, largest normalised max-margin first, with max-margin weights.
+        At most ``8 * search.family_size`` swaps are scored (a seeded sample)."""
+        n, size = len(self.learners), self.state.cfg.tuning.search.family_size
+        S = np.flatnonzero(sol.weights > 0)
+        out = np.setdiff1d(np.arange(n), S)
+        if size == 0 or len(S) == 0 or len(out) == 0:
+            return []
+        swaps = [(t, u) for t in S for u in out]
+        rng = np.random.default_rng(self.state.cfg.seed + len(A))
+        if len(swaps) > 8 * size:
+            swaps = [swaps[i] for i in rng.choice(len(swaps), 8 * size, replace=False)]
+        scored = []
+        for t, u in swaps:
+            R = np.r_[S[t != S], u]
+            try:
+                mm, alt = margin_on_support(A, n, R, budget=budget, seed=self.state.cfg.seed)
+            except OutOfTime:
+                break
+            if mm.rho > 1e-9:
+                scored.append((mm.rho, alt))
+        scored.sort(key=lambda r: -r[0])
+        return [alt for _rho, alt in scored[:size]]

@@ -27,6 +27,8 @@ from pace_cert.region.margins import own_margin, required_margin
 
 Solve = Callable[[np.ndarray], "MasterSolution | None"]
 Make = Callable[[MasterSolution], tuple[Ensemble, list[int]]]
+#: the master's next likely candidates around a refuted solution (margin rows, solution)
+Family = Callable[[np.ndarray, MasterSolution], list[MasterSolution]]
 
 
 def faithful_loop(
@@ -40,6 +42,7 @@ def faithful_loop(
     make: Make | None = None,
     screen: bool = True,
     max_rounds: int | None = None,
+    family: Family | None = None,
 ) -> PhaseResult:
     """Solve, separate, add samples, repeat until every pair is proved.
 
@@ -107,6 +110,8 @@ def faithful_loop(
             scr.grow_pool([r.point for r in found])
             if search.neighbours:
                 found += scr.neighbours([r.point for r in found], sm, e_req, search.neighbours)
+        if found and family is not None and search.family_size and screenable:
+            found += _screen_family(state, family, sol, learners, make)
         how = (
             f"{len(found)} separating samples by {'climbing' if climbed else 'screening'}"
             if found and not proved and all(r.seconds == 0.0 for r in results)
@@ -162,6 +167,23 @@ def faithful_loop(
             return done(res)
     state.record_stop(phase, f"{rounds} rounds without a certified model")
     return done(PhaseResult.nothing(rounds))
+
+
+def _screen_family(
+    state: RunState, family: Family, sol: MasterSolution, learners: list[Tree], make: Make | None
+) -> list:
+    """Separating samples the screen finds for the family of ``sol`` (never proofs)."""
+    search = state.cfg.tuning.search
+    found = []
+    for alt in family(state.matrix(learners), sol)[: search.family_size]:
+        cand, _keep = state.candidate(alt, learners) if make is None else make(alt)
+        sm, e_req = ScoreModel.from_ensemble(cand), required_margin(cand)
+        found += [
+            r
+            for r in state.screen.screen(sm, e_req, search.enumeration_per_pair)
+            if r.status == "FEASIBLE"
+        ]
+    return found
 
 
 def _record(state: RunState, phase: str, it: int, found: list) -> int:

@@ -54,6 +54,18 @@ def _offer_l0(state: RunState, res: PhaseResult, name: str) -> Offer:
     return Offer(res, name)
 
 
+def _loop(
+    state: RunState, master: L0Master, learners: list[Tree], solve_budget: Budget,
+    budget: Budget,
+) -> PhaseResult:  # fmt: skip
+    """The faithful loop on ``master`` (each solve within ``solve_budget``), its refuted
+    candidates' one-swap family screened too (``search.family_size``)."""
+    return faithful_loop(
+        state, "l0", lambda A: master.solve(A, solve_budget), learners, budget,
+        family=lambda A, s: master.family(A, s, budget),
+    )  # fmt: skip
+
+
 def _improve(
     state: RunState, res: PhaseResult, master: L0Master, learners: list[Tree], name: str,
     budget: Budget,
@@ -74,7 +86,7 @@ def _improve(
             f"[l0] {size} learners certified but not proved minimal; re-solving the L0 "
             "master" + ("" if left is None else f" with up to {left:.0f} s")
         )
-        nxt = faithful_loop(state, "l0", lambda A: master.solve(A, budget), learners, budget)
+        nxt = _loop(state, master, learners, budget, budget)
         yield _offer_l0(state, nxt, name)
         if not nxt.certified or nxt.model is None:
             return
@@ -121,9 +133,7 @@ def l0_loops(
     size = state.best_size()
     if budget.limited and size is not None and size > 1:
         first = budget.share(state.cfg.tuning.l0.share)
-        l0 = faithful_loop(
-            state, "l0", lambda A: master.solve(A, _solve_budget(first, budget)), learners, first
-        )
+        l0 = _loop(state, master, learners, _solve_budget(first, budget), first)
         if l0.certified:
             yield _offer_l0(state, l0, name)
             yield from _improve(state, l0, master, learners, name, budget)
@@ -133,7 +143,7 @@ def l0_loops(
             if not budget.expired() and fallback.applies(state, guide):
                 for res in fallback.run(state, learners, guide, budget):
                     yield Offer(res, name + fallback.suffix)
-    l0 = faithful_loop(state, "l0", lambda A: master.solve(A, budget), learners, budget)
+    l0 = _loop(state, master, learners, budget, budget)
     yield _offer_l0(state, l0, name)
     yield from _improve(state, l0, master, learners, name, budget)
 
