@@ -16,7 +16,7 @@ import hashlib
 import itertools
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +42,7 @@ from pace_cert.cert.claims import (
 )
 from pace_cert.cert.coverage import coverage, coverage_line
 from pace_cert.cert.pruning_check import check_pruning_bound
+from pace_cert.cert.verify_report import VerifyReport, claim, refuted, set_claim
 from pace_cert.errors import InputError
 from pace_cert.model.onnx_reader import ensemble_from_model, load_onnx
 from pace_cert.model.runtime import labels, loadable_session
@@ -58,84 +59,6 @@ EXHAUSTIVE_LIMIT = 2_000_000
 IDENTICAL = "IDENTICAL"
 #: pair status when the certificate claims no proof (inconclusive) and none is run
 NOT_CLAIMED = "NOT CLAIMED"
-
-
-@dataclass
-class VerifyReport:
-    """verify's answer. ``status``: verified (exit 0: every claim the certificate makes
-    that verify checks holds, the proof included), refuted (1), inconclusive (2: verify's
-    time limit stopped the proof, or the certificate itself is inconclusive and claims
-    no compression). ``claims``: each statement of the certificate with ``checked``
-    (re-done here), ``stated`` (taken as given; verify says so) or ``refuted``."""
-
-    exit_code: int
-    status: str  # verified | refuted | inconclusive
-    message: str
-    pairs: list[dict] = field(default_factory=list)
-    counterexample: dict | None = None
-    replayed: int = 0
-    exhaustive_cells: int | None = None
-    domain: dict | None = None  # the input domain proved over (stated bounds, features)
-    region: dict | None = None  # eta, delta and the thresholds rebuilt from the models
-    data_rows: int | None = None  # --data: rows replayed
-    data_inside: int | None = None  # of them inside the region (domain included)
-    data_outside_domain: int | None = None  # of them outside the stated domain (not covered)
-    data_agreement: float | None = None  # --data: share of rows with equal onnxruntime labels
-    data_missing: int | None = None  # --data: rows with missing values (outside every proof)
-    feature_names: list[str] | None = None  # the certificate's names of the features
-    data_missing_changed: int | None = None  # of them labelled differently by onnxruntime
-    data_same_file: bool | None = None  # --data is the file compress read (same SHA-256)
-    coverage: dict | None = None  # --data: where the rows lie (cert/coverage.py)
-    probe_points: int | None = None  # --probe: random points near the data replayed
-    probe_inside: int | None = None  # of them inside the region
-    witnesses_checked: int | None = None  # boundary witnesses re-checked (size lower bound)
-    witness_bound: int | None = None  # the bound they give: fewer trees cannot be faithful
-    size_lower_bound: int | None = None  # the certificate's bound (>= witness_bound; the
-    # rest, from compress's CP-SAT synthesis proofs, is not re-checked: claims say so)
-    merged_trees_checked: int | None = None  # original trees named by learners, re-checked
-    pruning_bound: int | None = None  # the certificate's pruning bound, re-checked here
-    certificate_status: str | None = None  # what the certificate says: certified | inconclusive
-    identical: bool = False  # the compressed file is the original, byte for byte
-    claims: list[dict] = field(default_factory=list)  # {key, status, text}
-
-    @property
-    def verified(self) -> bool:
-        return self.exit_code == 0
-
-    def to_json(self) -> dict:
-        """Stable keys: ``verified`` (bool), ``status``, ``certificate_status``,
-        ``pairs``, ``claims`` (each ``{key, status: checked | stated | refuted, text}``)
-        and the counts."""
-        return {
-            "verified": self.verified,
-            "status": self.status,
-            "exit_code": self.exit_code,
-            "message": self.message,
-            "certificate_status": self.certificate_status,
-            "identical_models": self.identical,
-            "pairs": self.pairs,
-            "claims": self.claims,
-            "counterexample": self.counterexample,
-            "replayed_points": self.replayed,
-            "exhaustive_cells": self.exhaustive_cells,
-            "domain": self.domain,
-            "region": self.region,
-            "data_rows": self.data_rows,
-            "data_inside_region": self.data_inside,
-            "data_outside_domain": self.data_outside_domain,
-            "data_agreement": self.data_agreement,
-            "data_missing": self.data_missing,
-            "data_missing_changed": self.data_missing_changed,
-            "data_same_file": self.data_same_file,
-            "coverage": self.coverage,
-            "probe_points": self.probe_points,
-            "probe_inside_region": self.probe_inside,
-            "witnesses_checked": self.witnesses_checked,
-            "witness_bound": self.witness_bound,
-            "size_lower_bound": self.size_lower_bound,
-            "merged_trees_checked": self.merged_trees_checked,
-            "pruning_bound": self.pruning_bound,
-        }
 
 
 def _sha(data: bytes) -> str:
@@ -292,7 +215,7 @@ def run_verify(
     )
     if dropped:
         rep.claims.append(
-            _claim(
+            claim(
                 "history.compressed_labels",
                 "stated",
                 f"{dropped} history compressed labels (schema {cert.schema_version}): labels "
@@ -411,7 +334,7 @@ def _prove(
     replay = None if X_data is None else np.vstack([X_data, X_probe])
     rep = _faithfulness(ctx, threads, time_limit, exhaustive, replay)
     if problems and rep.exit_code != 1:  # a counterexample says more; else the claims
-        rep = _refuted(rep, "certificate", "certificate: " + "; ".join(problems[:3]))
+        rep = refuted(rep, "certificate", "certificate: " + "; ".join(problems[:3]))
     if X_full is not None:
         rep = _data_checks(ctx, rep, X_full, data_sha)
     rep.domain, rep.region = domain.describe(), stated
@@ -422,24 +345,6 @@ def _prove(
         rep.probe_points = len(X_probe)
         rep.probe_inside = int(region_mask(orig, c_o, forest, X_probe, domain).sum())
     return rep
-
-
-def _claim(key: str, status: str, text: str) -> dict:
-    return {"key": key, "status": status, "text": text}
-
-
-def _refuted(rep: VerifyReport, key: str, message: str, counterexample=None) -> VerifyReport:
-    """``rep`` turned into a refutation of ``key``: the one claim listed (a refuted
-    certificate is not read further, so no other claim is reported as checked)."""
-    return VerifyReport(
-        1,
-        "refuted",
-        message,
-        rep.pairs,
-        counterexample,
-        rep.replayed,
-        claims=[_claim(key, "refuted", message)],
-    )
 
 
 def _data_checks(ctx: _Context, rep: VerifyReport, X: np.ndarray, data_sha: str) -> VerifyReport:
@@ -456,9 +361,9 @@ def _data_checks(ctx: _Context, rep: VerifyReport, X: np.ndarray, data_sha: str)
             for k in type(cov).model_fields
             if getattr(stated, k) != getattr(cov, k)
         ]
-        rep = _refuted(rep, "data.coverage", "certificate: region.coverage " + "; ".join(diff))
+        rep = refuted(rep, "data.coverage", "certificate: region.coverage " + "; ".join(diff))
     elif rep.exit_code != 1 and same and stated is not None:
-        _set_claim(
+        set_claim(
             rep,
             "data.coverage",
             "checked",
@@ -466,7 +371,7 @@ def _data_checks(ctx: _Context, rep: VerifyReport, X: np.ndarray, data_sha: str)
             f"(SHA-256): {coverage_line(cov, cert.region.eta, cert.region.delta)}",
         )
     elif rep.exit_code != 1 and cert.data is not None and not same:
-        _set_claim(
+        set_claim(
             rep,
             "data.coverage",
             "stated",
@@ -490,14 +395,6 @@ def _data_checks(ctx: _Context, rep: VerifyReport, X: np.ndarray, data_sha: str)
     return rep
 
 
-def _set_claim(rep: VerifyReport, key: str, status: str, text: str) -> None:
-    for c in rep.claims:
-        if c["key"] == key:
-            c["status"], c["text"] = status, text
-            return
-    rep.claims.append(_claim(key, status, text))
-
-
 def _faithfulness(
     ctx: _Context,
     threads: int,
@@ -518,7 +415,7 @@ def _faithfulness(
 
     def check(key: str, text: str | None = None) -> None:
         c = catalog.get(key)
-        claims.append(_claim(key, c.handling if c else "checked", text or (c.text if c else "")))
+        claims.append(claim(key, c.handling if c else "checked", text or (c.text if c else "")))
 
     def refute(key: str, message: str, counterexample=None, n_cells=None) -> VerifyReport:
         return VerifyReport(
@@ -529,7 +426,7 @@ def _faithfulness(
             counterexample,
             replayed,
             n_cells,
-            claims=[_claim(key, "refuted", message)],
+            claims=[claim(key, "refuted", message)],
         )
 
     labels_of = [label(orig.classes, i) for i in range(orig.n_classes)]
@@ -627,7 +524,7 @@ def _faithfulness(
             if "minimal_pruning" in catalog:
                 check("minimal_pruning")
         else:
-            claims.append(_claim("size_lower_bound.pruning", "stated", bc.text))
+            claims.append(claim("size_lower_bound.pruning", "stated", bc.text))
         rep_pruning_bound = pb.value if bc.status == "checked" else None
     else:
         rep_pruning_bound = None
@@ -663,7 +560,7 @@ def _faithfulness(
             pairs,
             claims=[
                 *claims,
-                _claim("faithfulness", "stated", "not re-proved: verify's time limit"),
+                claim("faithfulness", "stated", "not re-proved: verify's time limit"),
             ],
         )
     if not certified:
