@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from pace_cert.cert.certificate import Certificate
-from pace_cert.cert.claims import is_constant
+from pace_cert.cert.claims import float32_exact, is_constant
 from pace_cert.model.ensemble import LEAF, structure_key
 from pace_cert.model.runtime import labels
 from pace_cert.region.masks import region_mask
@@ -174,7 +174,7 @@ def witness_problems(cert: Certificate, orig, c_o, forest, domain, so) -> list[s
     n = orig.n_features
     if any(len(w.x) != n or not 0 <= w.feature < n for w in s.boundary_witnesses):
         return [f"a witness does not have {n} features or names another feature"]
-    if not all(_float32_values([*w.x, w.value_next]) for w in s.boundary_witnesses):
+    if not all(float32_exact([*w.x, w.value_next]) for w in s.boundary_witnesses):
         return ["a witness value (x or value_next) is not a finite float32"]
 
     def moved(w) -> np.ndarray:
@@ -201,15 +201,6 @@ def witness_problems(cert: Certificate, orig, c_o, forest, domain, so) -> list[s
     if not problems and s.witness_bound != want:
         problems.append(f"witness_bound {s.witness_bound}, the {len(ws)} witnesses give {want}")
     return problems
-
-
-def _float32_values(values: list[float]) -> bool:
-    """Every value finite and exactly a float32 (a NaN, an inf or 1e308 is not)."""
-    a = np.asarray(values, np.float64)
-    if not np.isfinite(a).all():
-        return False
-    with np.errstate(over="ignore"):
-        return bool(np.array_equal(a.astype(np.float32).astype(np.float64), a))
 
 
 def disagreements(orig, c_o, forest, domain, X, so, sc) -> dict | None:

@@ -85,7 +85,7 @@ def structural_problems(cert: Certificate, n_features: int) -> list[str]:
                 f"pair ({p.y0}, {p.y}): a history point does not have {n_features} values"
             )
             break
-        if not all(_float32_exact(h.point) for h in p.history):
+        if not all(float32_exact(h.point) for h in p.history):
             problems.append(
                 f"pair ({p.y0}, {p.y}): a history point holds a value that is not a finite float32"
             )
@@ -93,7 +93,8 @@ def structural_problems(cert: Certificate, n_features: int) -> list[str]:
     return problems
 
 
-def _float32_exact(values: list[float]) -> bool:
+def float32_exact(values: list[float]) -> bool:
+    """Every value finite and exactly a float32 (a NaN, an inf or 1e308 is not)."""
     a = np.asarray(values, np.float64)
     if not np.isfinite(a).all():
         return False

@@ -75,8 +75,9 @@ def faithful_loop(
         return res
 
     for it in range(1, rounds + 1):
+        A = state.matrix(learners)  # this round's margin rows (samples added after)
         try:
-            sol = solve(state.matrix(learners))
+            sol = solve(A)
         except OutOfTime:  # a master LP stopped at the budget's end
             state.record_stop(phase, "its share of the time ran out")
             return done(PhaseResult.nothing(it))
@@ -111,7 +112,7 @@ def faithful_loop(
             if search.neighbours:
                 found += scr.neighbours([r.point for r in found], sm, e_req, search.neighbours)
         if found and family is not None and search.family_size and screenable:
-            found += _screen_family(state, family, sol, learners, make)
+            found += _screen_family(state, family(A, sol), learners, make)
         how = (
             f"{len(found)} separating samples by {'climbing' if climbed else 'screening'}"
             if found and not proved and all(r.seconds == 0.0 for r in results)
@@ -170,12 +171,12 @@ def faithful_loop(
 
 
 def _screen_family(
-    state: RunState, family: Family, sol: MasterSolution, learners: list[Tree], make: Make | None
+    state: RunState, alts: list[MasterSolution], learners: list[Tree], make: Make | None
 ) -> list:
-    """Separating samples the screen finds for the family of ``sol`` (never proofs)."""
+    """Separating samples the screen finds for the candidates ``alts`` (never proofs)."""
     search = state.cfg.tuning.search
     found = []
-    for alt in family(state.matrix(learners), sol)[: search.family_size]:
+    for alt in alts[: search.family_size]:
         cand, _keep = state.candidate(alt, learners) if make is None else make(alt)
         sm, e_req = ScoreModel.from_ensemble(cand), required_margin(cand)
         found += [
