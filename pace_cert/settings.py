@@ -45,6 +45,8 @@ class MasterTuning:
     """The master problems. ``weight_tol``: weights below this share of the largest are
     dropped before a candidate is folded; ``kappa``: L0 big-M = kappa * (L1 value);
     ``l0_time_limit``: seconds per L0 MILP solve (its incumbent is kept);
+    ``l0_stall``: a screened gurobipy L0 solve stops this many seconds after its last
+    incumbent (0: runs to its limit);
     ``robust_weights``: certify an L0 support with max-margin weights rather than the
     MILP's vertex; ``l1_warm_start``: one HiGHS L1 model across rounds; ``max_rounds``:
     master solves per faithful loop before it gives up uncertified;
@@ -53,6 +55,7 @@ class MasterTuning:
     weight_tol: float = 1e-7
     kappa: float = 10.0
     l0_time_limit: float = 30.0
+    l0_stall: float = 5.0
     robust_weights: bool = True
     l1_warm_start: bool = True
     max_rounds: int = 500
@@ -69,6 +72,8 @@ class SearchTuning:
     ``enumeration_per_pair``: samples per pair from a screen; ``climb_steps``: beam
     search steps from the pool before CP-SAT on large domains (0: off);
     ``lazy_proofs``: a CP-SAT round that found a sample stops its other pairs' proofs;
+    ``lazy_screen``: incumbents of one L0 MILP solve screened inside it, their separating
+    samples added to it as lazy rows (gurobipy; 0: off; ``driver/lazy_screen.py``);
     ``pool_per_row``: random variants per training row in the screening pool (0: off);
     ``l1_share``: on domains too large to enumerate, of the time left, for the first L1
     loop (its vertex weightings may never converge there; elimination gets the rest);
@@ -80,6 +85,7 @@ class SearchTuning:
     enumeration_per_pair: int = 25
     climb_steps: int = 0
     lazy_proofs: bool = True
+    lazy_screen: int = 200
     pool_per_row: int = 20
     l1_share: float = 0.5
     eliminate_box: float = 0.0
@@ -294,12 +300,14 @@ RULES: tuple[Rule, ...] = (
     Rule("master.weight_tol", lambda v: _finite(v) and 0 <= v < 1, "be in [0, 1)"),
     Rule("master.kappa", lambda v: _finite(v) and v > 0, "be > 0"),
     _seconds("master.l0_time_limit"),
+    Rule("master.l0_stall", lambda v: _finite(v) and v >= 0, "be >= 0"),
     _count("master.max_rounds", 1),
     Rule("master.progress_seconds", lambda v: _finite(v) and v >= 0, "be >= 0"),
     _count("search.neighbours"),
     _count("search.family_size"),
     _count("search.enumeration_per_pair", 1),
     _count("search.climb_steps"),
+    _count("search.lazy_screen"),
     _count("search.pool_per_row"),
     _share("search.l1_share"),
     Rule("search.eliminate_box", lambda v: _finite(v) and 0 <= v < 1, "be in [0, 1)"),

@@ -43,7 +43,8 @@ def test_family_is_empty_when_off(tmp_path):
 
 
 def test_l0_with_the_family_certifies_models_faithful_on_every_cell(tmp_path, monkeypatch):
-    p, original, path, info = _certified_start(tmp_path, "ada", 5, family_size=6)
+    # the family is screened when the screen refutes a candidate: not inside the master
+    p, original, path, info = _certified_start(tmp_path, "ada", 5, family_size=6, lazy_screen=0)
     n = original.n_trees
     screened: list[int] = []
     family = L0Master.family

@@ -19,6 +19,7 @@ from collections.abc import Callable
 import numpy as np
 
 from pace_cert.budget import Budget
+from pace_cert.driver.lazy_screen import LazyScreen
 from pace_cert.driver.state import RunState
 from pace_cert.master.highs import OutOfTime
 from pace_cert.master.l0_bigm import (
@@ -108,13 +109,16 @@ class L0Master:
         if left is not None:  # never past the budget: the time left, capped
             tl = budget.solver_limit(None if again else tl)
         start = self.last
-        by_support: dict[tuple[int, ...], MasterSolution] = {}
+        by_support: dict[tuple, MasterSolution] = {}
+        lazy: LazyScreen | None = None  # the solve's screen, whose rows grow during it
 
         def reweighted(s: MasterSolution) -> MasterSolution:
-            """``_robust(A, s)``, once per support within this solve."""
-            key = tuple(np.flatnonzero(s.weights > 0).tolist())
+            """``_robust`` on the rows so far (``A``, or the screen's when it added
+            some), once per support and row count within this solve."""
+            rows_now = A if lazy is None or not lazy.added else lazy.rows
+            key = (tuple(np.flatnonzero(s.weights > 0).tolist()), len(rows_now))
             if key not in by_support:
-                by_support[key] = self._robust(A, s, budget)
+                by_support[key] = self._robust(rows_now, s, budget)
             return dataclasses.replace(by_support[key], optimal=s.optimal, status=s.status)
 
         def usable(s: MasterSolution) -> bool:
@@ -144,25 +148,33 @@ class L0Master:
                 self.cover = L0Cover(n, state.original.n_classes - 1, seed=seed)
                 if self.warm is not None:
                     self.cover.prefer(np.asarray(self.warm[:n]))
+            rows = minimal_rows(A, n) if rows is None else rows
+            lazy = self._lazy(rows, budget)
             s = self.cover.solve(
-                minimal_rows(A, n) if rows is None else rows,
+                rows,
                 warm_support=ws,
                 budget=budget.cap(tl),
                 fallback=fb,
                 usable=usable,
                 progress=lambda m: state.say(f"[l0] {m}"),
                 progress_seconds=state.cfg.tuning.master.progress_seconds,
+                lazy=lazy,
             )
+            if lazy is not None and lazy.added:  # the solve's own samples are rows now
+                self._said(lazy)
             self.last = s
             state.stats.l0_optimal = s.optimal
             return reweighted(s)  # computed already when the cover tested it
         # rows were only added since the last solve: its optimum is a lower bound
         lb = round(start.objective) if start is not None and start.optimal else 0
-        report = {}
+        report: dict = {}
         if solver is solve_l0_gurobi:  # HiGHS' big-M solve has no reports
+            lazy = self._lazy(rows, budget)
             report = {
                 "progress": lambda m: state.say(f"[l0] {m}"),
                 "progress_seconds": state.cfg.tuning.master.progress_seconds,
+                "lazy": lazy,
+                "stall": 0.0 if lazy is None or again else state.cfg.tuning.master.l0_stall,
             }
         try:
             s = solver(
@@ -174,22 +186,39 @@ class L0Master:
             # or a row needs more than the big-M: the cover has neither problem
             state.say(f"[l0] {e}; switching to the cover")
             self.exact = True
-            return self.solve(A, budget)
-        if not meets_rows(A, s):
+            return self.solve(state.matrix(self.learners), budget)
+        if lazy is not None and lazy.added:  # the solve's own samples are rows now
+            self._said(lazy)
+        if not meets_rows(A if lazy is None or not lazy.added else lazy.rows, s):
             # big-M trickle: u below the integrality tolerance counted as 0 while
             # w = u * M still carried the rows; the support is not what was solved.
             # The cover has no big-M: use it from now on for this master.
             state.say("[l0] big-M MILP solution violates its rows; switching to the cover")
             self.exact = True
-            return self.solve(A, budget)
+            return self.solve(state.matrix(self.learners), budget)
         if not usable(s):
             state.say("[l0] MILP support fails its rows in float32; switching to the cover")
             self.exact = True
-            return self.solve(A, budget)
+            return self.solve(state.matrix(self.learners), budget)
         self.last = s
         state.stats.l0_optimal = s.optimal
         state.stats.big_m = self.big_m
         return reweighted(s)  # computed already by usable()
+
+    def _lazy(self, rows: np.ndarray, budget: Budget) -> LazyScreen | None:
+        """A screen of the MILP's incumbents (``search.lazy_screen`` of them at most),
+        when there is a grid or pool to screen on; else None."""
+        state, limit = self.state, self.state.cfg.tuning.search.lazy_screen
+        scr = state.screen
+        if limit == 0 or not (scr.can_enumerate() or scr.pool_size() > 0):
+            return None
+        return LazyScreen(state, self.learners, rows, budget, limit)
+
+    def _said(self, lazy: LazyScreen) -> None:
+        self.state.say(
+            f"[l0] the master screened {lazy.screened} of its candidates and added "
+            f"{lazy.added} separating samples as rows"
+        )
 
     # ------------------------------------------------------------------ family
     def family(self, A: np.ndarray, sol: MasterSolution, budget: Budget) -> list[MasterSolution]:

@@ -118,11 +118,19 @@ def solve_l0_gurobi(
     min_support: int = 0,
     progress: Callable[[str], None] | None = None,
     progress_seconds: float = 15.0,
+    lazy: Callable[[MasterSolution], np.ndarray] | None = None,
+    stall: float = 0.0,
 ) -> MasterSolution:
     """Problem P on gurobipy (same formulation as :func:`solve_l0`).
 
     ``progress``: called every ``progress_seconds`` of the solve with its best support
-    and lower bound so far (a long solve is not silent)."""
+    and lower bound so far (a long solve is not silent). ``lazy``: called with every
+    incumbent the solver finds; the margin rows it returns (same columns as ``A``) are
+    added as lazy constraints, so the answer meets them too and "optimal" means optimal
+    on ``A`` and every row added (``driver/lazy_screen.py``). ``stall`` > 0: stop once
+    an incumbent exists and this many seconds passed without a new one (the
+    relaxation's bound rarely moves on these rows; the loop's next round is worth more
+    than the proof)."""
     import gurobipy as gp
 
     T = n_learners
@@ -154,7 +162,11 @@ def solve_l0_gurobi(
             w.Start = ww
             u.Start = (ww > 0).astype(float)
             b.Start = np.asarray(warm[T : T + nb], float)
-        m.optimize(None if progress is None else _gurobi_reporter(progress, progress_seconds))
+        report = None if progress is None else _gurobi_reporter(progress, progress_seconds)
+        if lazy is not None:
+            m.Params.LazyConstraints = 1
+            report = _gurobi_lazy(lazy, w.tolist(), b.tolist(), u.tolist(), report, stall)
+        m.optimize(report)
         if m.SolCount == 0:
             raise NoIncumbent(f"L0 master (gurobi) found no solution: status {m.Status}")
         uu = u.X
@@ -168,6 +180,43 @@ def solve_l0_gurobi(
         )
     finally:
         env.dispose()
+
+
+def _gurobi_lazy(lazy, w: list, b: list, u: list, report, stall: float):
+    """A gurobipy callback passing each new incumbent (support ``u`` > 0.5, weights
+    ``w``, offsets ``b``) to ``lazy`` and adding the rows it returns with ``cbLazy``;
+    terminating the solve ``stall`` seconds (> 0) after the last incumbent; other calls
+    go to ``report``."""
+    import gurobipy as gp
+
+    cols = w + b
+    last = [0.0]  # run time of the last incumbent
+
+    def callback(model, where) -> None:
+        if where != gp.GRB.Callback.MIPSOL:
+            if report is not None:
+                report(model, where)
+            if stall > 0 and where == gp.GRB.Callback.MIP:
+                t = model.cbGet(gp.GRB.Callback.RUNTIME)
+                if model.cbGet(gp.GRB.Callback.MIP_SOLCNT) > 0 and t - last[0] > stall:
+                    model.terminate()
+            return
+        last[0] = model.cbGet(gp.GRB.Callback.RUNTIME)
+        uu = np.array(model.cbGetSolution(u))
+        ww = np.array(model.cbGetSolution(w))
+        bb = np.array(model.cbGetSolution(b)) if b else np.zeros(0)
+        sol = MasterSolution(
+            weights=np.where(uu > 0.5, np.maximum(ww, 0.0), 0.0),
+            offsets=np.r_[0.0, bb],
+            objective=float(np.sum(uu > 0.5)),
+            duals=None,
+            optimal=False,
+            status="incumbent",
+        )
+        for row in lazy(sol):
+            model.cbLazy(gp.LinExpr(row.tolist(), cols) >= 1.0)
+
+    return callback
 
 
 def _gurobi_reporter(progress: Callable[[str], None], period: float):

@@ -239,13 +239,17 @@ class L0Cover:
         usable: Callable[[MasterSolution], bool] | None = None,
         progress: Callable[[str], None] | None = None,
         progress_seconds: float = PROGRESS_SECONDS,
+        lazy: Callable[[MasterSolution], np.ndarray] | None = None,
     ) -> MasterSolution:
         """A minimum support for rows ``A`` (layout of :func:`margin_rows`) with
         max-margin weights on it (rescaled so every row meets >= 1) that pass ``usable``.
         ``optimal`` is False when the budget stopped the search; then the smallest
         usable feasible support seen is returned: ``warm_support`` or ``fallback`` (e.g.
         a certified model's support) if so, else every learner. ``progress`` receives a
-        line (lower bound, best support, cuts) every ``progress_seconds`` of search."""
+        line (lower bound, best support, cuts) every ``progress_seconds`` of search.
+        ``lazy``: called with each minimum usable support found; the margin rows it
+        returns are added to ``A`` and the search goes on (its cuts stay valid: rows only
+        grow), so the answer meets them too (``driver/lazy_screen.py``)."""
         deadline = None if budget is None else budget.deadline
         t0 = time.perf_counter()
         reported = t0
@@ -327,6 +331,13 @@ class L0Cover:
             rho, y, w, beta = lp.test(S, budget)
             if rho > FEASIBLE_RHO:
                 sol = accepted(S, rho, w, beta)
+                extra = None if sol is None or lazy is None else lazy(sol)
+                if extra is not None and len(extra):  # refuted: the same search, more rows
+                    A = np.vstack([A, extra])
+                    An, scale = normalise_columns(A, self.T)
+                    self.stats.lp_solves += lp.solves
+                    lp = MarginLP(An, self.T, self.offset_bound, self.seed)
+                    continue
                 if sol is not None:
                     best = (S, sol)
                     optimal = True

@@ -1,0 +1,105 @@
+"""Screening inside the L0 master (``driver/lazy_screen.py``, ``search.lazy_screen``):
+each incumbent support is screened at once and its separating samples become rows of
+the same solve. The rows are the run's own sample rows, every answer meets them, and
+runs with it on still certify only models faithful on every cell (onnxruntime, brute
+force)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pace_cert.budget import Budget
+from pace_cert.driver.l0_master import L0Master
+from pace_cert.driver.lazy_screen import LazyScreen
+from pace_cert.driver.phases.l0 import l0_loops
+from pace_cert.master.l0_bigm import gurobi_available, solve_l0_gurobi
+from pace_cert.master.l0_cover import L0Cover
+from pace_cert.master.max_margin import max_margin_on_support
+from pace_cert.master.rows import MasterSolution, meets_rows, minimal_rows
+
+from .helpers import assert_faithful_on_every_cell
+from .test_shrink import _certified_start
+
+
+def _keep_first_samples(p, k: int) -> None:
+    """Forget every sample of run state ``p`` after the first ``k`` (the screen's pool
+    keeps them: its points become new ground for the screen again)."""
+    p.X, p.y0 = p.X[:k], p.y0[:k]
+    p.cells = {tuple(c) for c in p.domain.cell_index(p.X)}
+
+
+def _smallest_refuted(p, learners, A) -> MasterSolution:
+    """The L0 master's first answer on ``A`` without the screen (a minimum support on
+    the first samples, which the screen refutes on these problems)."""
+    return L0Master(p, learners, 1.0, None).solve(A, Budget.seconds(None))
+
+
+def test_lazy_rows_are_the_run_samples_rows_and_refute_the_support(tmp_path):
+    p, *_ = _certified_start(tmp_path, "ada", 5, lazy_screen=0)
+    p.ensure_pool()  # as the faithful loop does: the screen's pool of region points
+    n = p.original.n_trees
+    learners = p.learners[:n]
+    A = p.matrix(learners)
+    sol = _smallest_refuted(p, learners, A)
+    before = len(p.X)
+    lazy = LazyScreen(p, learners, minimal_rows(A, n), Budget.seconds(None), limit=5)
+    rows = lazy(sol)
+    assert len(rows) > 0, "the minimum support on the first samples should be refuted"
+    added = len(p.X) - before
+    assert added == lazy.added > 0 and lazy.screened == 1
+    # the rows are exactly the margin rows of the samples just added
+    assert np.array_equal(rows, p.matrix(learners)[-len(rows) :])
+    # every added sample is in the region, labelled by the original
+    assert np.array_equal(p.y0[before:], p.original.predict_index(p.X[before:]))
+    # the support's max-margin weights on the old rows (what was screened) fail a new row
+    support = np.flatnonzero(sol.weights > 0)
+    mm = max_margin_on_support(minimal_rows(A, n), n, support, budget=Budget.seconds(None))
+    assert mm is not None and not meets_rows(rows, mm)
+
+
+def test_lazy_screen_stops_at_its_limit(tmp_path):
+    p, *_ = _certified_start(tmp_path, "ada", 5, lazy_screen=0)
+    p.ensure_pool()  # as the faithful loop does: the screen's pool of region points
+    n = p.original.n_trees
+    learners = p.learners[:n]
+    A = p.matrix(learners)
+    sol = _smallest_refuted(p, learners, A)
+    lazy = LazyScreen(p, learners, minimal_rows(A, n), Budget.seconds(None), limit=0)
+    assert len(lazy(sol)) == 0 and lazy.screened == 0 and lazy.added == 0
+
+
+@pytest.mark.parametrize("solver", ["cover", "gurobi"])
+def test_a_solve_with_the_screen_meets_every_row_it_added(tmp_path, solver):
+    if solver == "gurobi" and not gurobi_available():
+        pytest.skip("gurobipy is not installed")
+    p, *_ = _certified_start(tmp_path, "ada", 5, lazy_screen=0)
+    p.ensure_pool()  # as the faithful loop does: the screen's pool of region points
+    _keep_first_samples(p, 5)  # a master on few samples: its supports get refuted
+    n = p.original.n_trees
+    learners = p.learners[:n]
+    A = p.matrix(learners)
+    rows = minimal_rows(A, n)
+    lazy = LazyScreen(p, learners, rows, Budget.seconds(None), limit=50)
+    if solver == "cover":
+        cover = L0Cover(n, p.original.n_classes - 1, seed=0)
+        sol = cover.solve(rows, budget=Budget.seconds(None), lazy=lazy)
+    else:
+        sol = solve_l0_gurobi(rows, n, 10.0 * n, threads=1, lazy=lazy)
+    assert lazy.screened > 0 and lazy.added > 0
+    assert sol.optimal
+    assert meets_rows(p.matrix(learners), sol)  # the old rows and every lazy row
+
+
+@pytest.mark.parametrize(("family", "seed"), [("rf", 1), ("ada", 5), ("gb", 4)])
+@pytest.mark.parametrize("milp", ["cover", "auto"])
+def test_l0_with_the_screen_inside_certifies_models_faithful_on_every_cell(
+    tmp_path, family, seed, milp
+):
+    p, original, path, info = _certified_start(tmp_path, family, seed, milp=milp)
+    assert p.cfg.tuning.search.lazy_screen > 0
+    n = original.n_trees
+    offers = list(l0_loops(p, p.learners[:n], 1.0, None, "l0", p.budget))
+    models = [o.result.model for o in offers if o.result.certified]
+    assert models
+    assert_faithful_on_every_cell(p, original, path, info, models)
