@@ -80,6 +80,8 @@ class Result:
     phase: str = ""  # l1 | l0: which phase produced the returned ensemble
     l0_optimal: bool | None = None
     size_bound: int | None = None  # pace, depth <= 2: no faithful model of fewer trees (synth)
+    pruning_bound: int | None = None  # no faithful pruning keeps fewer trees (verify re-checks)
+    t_final: float | None = None  # seconds into compress() when the returned size was certified
     pricing: str = ""  # none | exact | heuristic
     pricing_rounds: int | None = None
     generation_stop: str = ""

@@ -126,6 +126,7 @@ def measure(
         phase=res.phase,
         l0_optimal=res.l0_optimal,
         size_bound=getattr(res, "size_bound", None),
+        pruning_bound=None if res.pruning_bound is None else res.pruning_bound.value,
         pricing=res.pricing,
         pricing_rounds=len(res.reduced_costs),
         generation_stop=res.generation_stop,
@@ -134,6 +135,12 @@ def measure(
     )
     result.hit_time_limit = reached_time_limit(result)
     return result
+
+
+def time_to_size(sizes: list[tuple[float, int]], final: int | None) -> float | None:
+    """Seconds at which the run first held a certified model of ``final`` trees or
+    fewer (``sizes``: (seconds, trees) per improvement, in order)."""
+    return next((t for t, k in sizes if final is not None and k <= final), None)
 
 
 def run_config(
@@ -157,9 +164,17 @@ def run_config(
             time_limit=time_limit,
         )
         t0 = time.perf_counter()
-        res = compress(prep.original, prep.X_train, comp_cfg, progress)
+        sizes: list[tuple[float, int]] = []  # (seconds, trees) of each certified improvement
+
+        def improved(r) -> None:
+            if r.certified:
+                sizes.append((time.perf_counter() - t0, r.compressed.n_trees))
+
+        res = compress(prep.original, prep.X_train, comp_cfg, progress, on_improve=improved)
         seconds = time.perf_counter() - t0
-        return measure(cfg, prep, res, seconds, time_limit)
+        result = measure(cfg, prep, res, seconds, time_limit)
+        result.t_final = time_to_size(sizes, result.S) if res.certified else None
+        return result
     except MismatchError:
         raise
     except Exception as exc:

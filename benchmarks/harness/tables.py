@@ -24,6 +24,8 @@ class Agg:
     S: float | None = None  # over certified runs
     S_seed0: int | None = None
     bound: float | None = None  # size_bound over certified runs (None unless all have one)
+    pruning_bound: float | None = None  # over certified runs (None unless all have one)
+    t_final: float | None = None  # seconds to the returned size, over certified runs
     P: float | None = None
     T: float | None = None  # over all runs that ran compress
     fidelity: float | None = None
@@ -65,6 +67,10 @@ def aggregate(rows: Sequence[Result]) -> Agg:
         S=_mean(r.S for r in cert),
         S_seed0=seed0[0] if seed0 else None,
         bound=_mean(r.size_bound for r in cert) if all(r.size_bound for r in cert) else None,
+        pruning_bound=(
+            _mean(r.pruning_bound for r in cert) if all(r.pruning_bound for r in cert) else None
+        ),
+        t_final=_mean(r.t_final for r in cert),
         P=_mean(r.P for r in cert),
         T=_mean(r.T for r in ran),
         fidelity=_mean(r.fidelity for r in cert),
@@ -199,6 +205,15 @@ class FipeTable:
         return md_table(header, rows)
 
 
+def _target(a: Agg, paper: pv.PaperStat | None) -> str:
+    """Issue 52's target for a row: max(paper S, pruning bound + 1), and whether S
+    meets it (a paper size below a bound we prove is out of reach in our region)."""
+    if paper is None or paper.S is None or paper.tlim or a.S is None:
+        return "--"
+    goal = max(paper.S, 1 + int(a.pruning_bound or 0))
+    return f"{goal} ({'met' if goal >= a.S else 'not met'})"
+
+
 @dataclass(frozen=True)
 class PruningTable:
     """Table (b): generate / prune / PACE on depth-2 ensembles at eta = delta = 0.1."""
@@ -231,8 +246,11 @@ class PruningTable:
             "status",
             "S",
             "min. here",
+            "pruning bound",
+            "target",
             "P",
             "T (s)",
+            "T to S (s)",
             "fid.",
             "acc. (orig.)",
             "rows kept/dropped",
@@ -252,8 +270,11 @@ class PruningTable:
                     a.status,
                     fmt(a.S),
                     "--" if a.bound is None else fmt(a.bound),
+                    "--" if a.pruning_bound is None else fmt(a.pruning_bound),
+                    _target(a, paper) if c.mode == "prune" else "--",
                     "--" if c.mode == "prune" else fmt(a.P, 0, "%"),
                     fmt(a.T, 2),
+                    fmt(a.t_final, 1),
                     fmt_pct(a.fidelity),
                     f"{fmt_pct(a.accuracy)} ({fmt_pct(a.original_accuracy)})",
                     f"{fmt(a.samples_kept, 0)}/{fmt(a.samples_dropped, 0)}",
