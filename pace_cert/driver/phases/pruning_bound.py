@@ -65,7 +65,7 @@ def prove_bound(state: RunState, budget: Budget) -> PruningBoundResult | None:
     H = leaf_table(state.original.trees, X)
     res = prove_pruning_bound(
         H, y0, budget.cap(tuning.pruning_seconds), stop_at=stop_size(state), seed=state.cfg.seed,
-        progress=state.say,
+        threads=state.cfg.threads, progress=state.say,
     )  # fmt: skip
     if res.value <= 0:
         return None
