@@ -70,7 +70,9 @@ class BoundResult:
     """``value``: no pruning of fewer trees meets every point; ``cuts`` prove it;
     ``meets``: the size of a support with weights shown (exactly) to meet every point
     with a positive margin (the bound is the
-    minimum on the points when equal); ``points``: indices of the points the cuts use."""
+    minimum on the points when equal); ``points``: indices of the points the cuts use;
+    ``upper``: the fewest trees of any support shown (exactly) to meet every point, a
+    greedy superset's included (the minimum on the points lies in [value, upper])."""
 
     value: int
     cuts: list[Cut]
@@ -79,6 +81,7 @@ class BoundResult:
     lp_solves: int = 0
     master_solves: int = 0
     points: list[int] = field(default_factory=list)
+    upper: int | None = None
 
 
 def margin_row_index(y0: np.ndarray, K: int) -> tuple[np.ndarray, np.ndarray]:
@@ -213,6 +216,7 @@ def prove_pruning_bound(
     hs = _HittingSet(T, seed, threads)
     cuts: list[Cut] = []
     meets: int | None = None
+    upper: int | None = None  # the smallest support shown to meet the points
     value = 0
 
     def make_cut(y: np.ndarray, support: np.ndarray) -> Cut | None:
@@ -276,6 +280,8 @@ def prove_pruning_bound(
                 keep = np.array(cuts[-1].keep_one_of)
                 S = np.r_[S, keep[np.argmax(hits[keep])]]
                 if (cut := refute(S)) is None:
+                    if (met := strictly_met(H, y0, S, budget)) is not None:
+                        upper = met if upper is None else min(upper, met)
                     break
                 add(cut)
         except OutOfTime:  # the cuts so far stand; the support is undecided
@@ -283,7 +289,11 @@ def prove_pruning_bound(
     if meets is None and cuts:
         value = max(value, hs.proved_lower_bound)
     used = sorted({i for c in cuts for rows, _w in c.combos for i, _k in rows})
-    return BoundResult(value, cuts, meets, time.perf_counter() - t0, lp.solves, hs.solves, used)
+    if meets is not None:
+        upper = meets if upper is None else min(upper, meets)
+    return BoundResult(
+        value, cuts, meets, time.perf_counter() - t0, lp.solves, hs.solves, used, upper
+    )
 
 
 def walks_clear_of(H: np.ndarray, y0: np.ndarray, combos, support: np.ndarray) -> tuple:
