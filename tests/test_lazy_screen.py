@@ -35,13 +35,19 @@ def _smallest_refuted(p, learners, A) -> MasterSolution:
     return L0Master(p, learners, 1.0, None).solve(A, Budget.seconds(None))
 
 
-def test_lazy_rows_are_the_run_samples_rows_and_refute_the_support(tmp_path):
+def _refuted_start(tmp_path):
+    """A certified AdaBoost start with its screening pool, the original's trees as
+    learners, their rows and the master's first (refuted) answer on them."""
     p, *_ = _certified_start(tmp_path, "ada", 5, lazy_screen=0)
     p.ensure_pool()  # as the faithful loop does: the screen's pool of region points
     n = p.original.n_trees
     learners = p.learners[:n]
     A = p.matrix(learners)
-    sol = _smallest_refuted(p, learners, A)
+    return p, n, learners, A, _smallest_refuted(p, learners, A)
+
+
+def test_lazy_rows_are_the_run_samples_rows_and_refute_the_support(tmp_path):
+    p, n, learners, A, sol = _refuted_start(tmp_path)
     before = len(p.X)
     lazy = LazyScreen(p, learners, minimal_rows(A, n), Budget.seconds(None), limit=5)
     rows = lazy(sol)
@@ -59,12 +65,7 @@ def test_lazy_rows_are_the_run_samples_rows_and_refute_the_support(tmp_path):
 
 
 def test_lazy_screen_stops_at_its_limit(tmp_path):
-    p, *_ = _certified_start(tmp_path, "ada", 5, lazy_screen=0)
-    p.ensure_pool()  # as the faithful loop does: the screen's pool of region points
-    n = p.original.n_trees
-    learners = p.learners[:n]
-    A = p.matrix(learners)
-    sol = _smallest_refuted(p, learners, A)
+    p, n, learners, A, sol = _refuted_start(tmp_path)
     lazy = LazyScreen(p, learners, minimal_rows(A, n), Budget.seconds(None), limit=0)
     assert len(lazy(sol)) == 0 and lazy.screened == 0 and lazy.added == 0
 
