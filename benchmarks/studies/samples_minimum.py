@@ -29,7 +29,6 @@ out of reach in our region.
 from __future__ import annotations
 
 import argparse
-import re
 import subprocess
 import sys
 import time
@@ -108,9 +107,7 @@ def main(argv: list[str] | None = None) -> int:
              f"given {args.extra:g} s on the run's region points"]  # fmt: skip
     lines = header("How small can a pruning be on the points a run saw?", command, commit,
                    notes, head)  # fmt: skip
-    for ds, n in CASES:
-        if args.only and not re.search(args.only, f"{ds}-n{n}"):
-            continue
+    for ds, n in harness.select_cases(CASES, args.only):
         r = run_case(ds, n, args.time_limit, args.extra, args.keep)
         pp = pv.pruning_table("rf", ds, n, "prune")
         cells = [r["dataset"], r["n"], r["after"], r["phase"], r["bound"], r["points"],

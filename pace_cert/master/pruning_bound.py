@@ -220,6 +220,8 @@ def prove_pruning_bound(
     value = 0
 
     def make_cut(y: np.ndarray, support: np.ndarray) -> Cut | None:
+        """The cut ``y``'s walks prove, excluding ``support`` (a tie's multipliers
+        repaired first); None when no multipliers re-check to exclude it."""
         walks = circulation_combos(y, pk, y0[pi])
         combos = tuple(
             (tuple((int(pi[e]), int(pk[e])) for e in edges), w) for edges, w in walks if w > 0
@@ -232,7 +234,8 @@ def prove_pruning_bound(
                 exact_tie_combos(H, y0, combos, support) or ()
             )
             keep = positive_trees(H, y0, combos) if combos else []
-        if not keep:  # cannot happen in exact arithmetic (the original meets the points)
+        # empty keep cannot happen in exact arithmetic (the original meets the points)
+        if not keep or set(keep) & set(support.tolist()):
             return None
         return Cut(tuple(keep), combos)
 
@@ -244,9 +247,7 @@ def prove_pruning_bound(
         if sol is None or sol[0] < EPS_INFEASIBLE:
             return None
         cut = make_cut(sol[1], support)
-        if cut is None or set(cut.keep_one_of) & set(support.tolist()):
-            return None
-        return _grow(cut, lp, make_cut, T, budget)
+        return None if cut is None else _grow(cut, lp, make_cut, T, budget)
 
     hits = np.zeros(T, np.int64)  # how many cuts each tree is in
 
@@ -359,8 +360,7 @@ def _grow(cut: Cut, lp: _FarkasLP, make_cut, T: int, budget: Budget) -> Cut:
         if sol is None or sol[0] < EPS_INFEASIBLE:
             continue
         new = make_cut(sol[1], support)
-        smaller = new is not None and len(new.keep_one_of) < len(cut.keep_one_of)
-        if smaller and not set(new.keep_one_of) & set(support.tolist()):
+        if new is not None and len(new.keep_one_of) < len(cut.keep_one_of):
             cut = new
     return cut
 
