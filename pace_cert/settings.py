@@ -74,6 +74,8 @@ class SearchTuning:
     ``lazy_proofs``: a CP-SAT round that found a sample stops its other pairs' proofs;
     ``lazy_screen``: incumbents of one L0 MILP solve screened inside it, their separating
     samples added to it as lazy rows (gurobipy; 0: off; ``driver/lazy_screen.py``);
+    ``lazy_oracle``: of those, incumbents the screen passes checked by CP-SAT inside the
+    same solve on domains too large to enumerate (0: off);
     ``pool_per_row``: random variants per training row in the screening pool (0: off);
     ``l1_share``: on domains too large to enumerate, of the time left, for the first L1
     loop (its vertex weightings may never converge there; elimination gets the rest);
@@ -86,6 +88,7 @@ class SearchTuning:
     climb_steps: int = 0
     lazy_proofs: bool = True
     lazy_screen: int = 200
+    lazy_oracle: int = 0
     pool_per_row: int = 20
     l1_share: float = 0.5
     eliminate_box: float = 0.0
@@ -308,6 +311,7 @@ RULES: tuple[Rule, ...] = (
     _count("search.enumeration_per_pair", 1),
     _count("search.climb_steps"),
     _count("search.lazy_screen"),
+    _count("search.lazy_oracle"),
     _count("search.pool_per_row"),
     _share("search.l1_share"),
     Rule("search.eliminate_box", lambda v: _finite(v) and 0 <= v < 1, "be in [0, 1)"),

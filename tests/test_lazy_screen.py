@@ -104,3 +104,45 @@ def test_l0_with_the_screen_inside_certifies_models_faithful_on_every_cell(
     models = [o.result.model for o in offers if o.result.certified]
     assert models
     assert_faithful_on_every_cell(p, original, path, info, models)
+
+
+def _blind_screen(p) -> None:
+    """Empty the screen's pool of run state ``p``: the screen then passes every
+    candidate, as a pool that misses most of a large region does."""
+    F = p.X.shape[1]
+    p.screen._set_pool(np.zeros((0, F), np.int64))
+
+
+def test_lazy_oracle_refutes_what_the_screen_passes_with_region_samples(tmp_path):
+    p, n, learners, A, sol = _refuted_start(tmp_path)
+    _blind_screen(p)
+    rows0 = minimal_rows(A, n)
+    off = LazyScreen(p, learners, rows0, Budget.seconds(None), limit=5)
+    assert len(off(sol)) == 0 and off.checked == 0, "without CP-SAT the blind screen passes it"
+    before = len(p.X)
+    lazy = LazyScreen(p, learners, rows0, Budget.seconds(None), limit=5, oracle=1)
+    rows = lazy(sol)
+    assert lazy.checked == 1 and len(rows) > 0 and lazy.added == len(p.X) - before > 0
+    assert np.array_equal(rows, p.matrix(learners)[-len(rows) :])
+    assert np.array_equal(p.y0[before:], p.original.predict_index(p.X[before:]))
+    support = np.flatnonzero(sol.weights > 0)
+    mm = max_margin_on_support(rows0, n, support, budget=Budget.seconds(None))
+    assert mm is not None and not meets_rows(rows, mm)
+    # its one check is spent: CP-SAT is not called again in this solve
+    lazy(sol)
+    assert lazy.checked == 1
+
+
+@pytest.mark.parametrize(("family", "seed"), [("rf", 1), ("ada", 5), ("gb", 4)])
+def test_l0_with_cpsat_inside_the_master_certifies_models_faithful_on_every_cell(
+    tmp_path, family, seed
+):
+    p, original, path, info = _certified_start(tmp_path, family, seed, lazy_oracle=20)
+    _blind_screen(p)
+    n = original.n_trees
+    master = L0Master(p, p.learners[:n], 1.0, None)
+    assert master._lazy(minimal_rows(p.matrix(p.learners[:n]), n), p.budget) is not None
+    offers = list(l0_loops(p, p.learners[:n], 1.0, None, "l0", p.budget))
+    models = [o.result.model for o in offers if o.result.certified]
+    assert models
+    assert_faithful_on_every_cell(p, original, path, info, models)

@@ -207,17 +207,19 @@ class L0Master:
 
     def _lazy(self, rows: np.ndarray, budget: Budget) -> LazyScreen | None:
         """A screen of the MILP's incumbents (``search.lazy_screen`` of them at most),
-        when there is a grid or pool to screen on; else None."""
-        state, limit = self.state, self.state.cfg.tuning.search.lazy_screen
-        scr = state.screen
-        if limit == 0 or not (scr.can_enumerate() or scr.pool_size() > 0):
+        when there is a grid or pool to screen on or CP-SAT checks them
+        (``search.lazy_oracle``); else None."""
+        state, search = self.state, self.state.cfg.tuning.search
+        limit, oracle, scr = search.lazy_screen, search.lazy_oracle, state.screen
+        if limit == 0 or not (scr.can_enumerate() or scr.pool_size() > 0 or oracle > 0):
             return None
-        return LazyScreen(state, self.learners, rows, budget, limit)
+        return LazyScreen(state, self.learners, rows, budget, limit, oracle=oracle)
 
     def _said(self, lazy: LazyScreen) -> None:
         self.state.say(
-            f"[l0] the master screened {lazy.screened} of its candidates and added "
-            f"{lazy.added} separating samples as rows"
+            f"[l0] the master screened {lazy.screened} of its candidates"
+            + (f" (CP-SAT checked {lazy.checked})" if lazy.checked else "")
+            + f" and added {lazy.added} separating samples as rows"
         )
 
     # ------------------------------------------------------------------ family

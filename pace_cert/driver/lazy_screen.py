@@ -10,6 +10,13 @@ added to the run's samples and returned as margin rows, which the solver adds as
 constraints and goes on with its search tree (gurobipy ``cbLazy``). So one solve does the
 work of many screened rounds, and its answer has passed the screen.
 
+On domains too large to enumerate the screen's pool misses most of the region, so an
+incumbent that passes it is refuted by CP-SAT in the next round and the MILP starts
+over. With ``oracle`` > 0 such an incumbent goes to CP-SAT inside the solve (up to
+``oracle`` of them per solve, each on a bounded share of the time left): its
+separating samples (and their one-cell neighbours) become lazy rows at once, so the
+solver's search tree, incumbent and bound survive the refutation (branch and check).
+
 Soundness does not depend on it: the samples are region points like any other, and the
 answer still goes through the loop's screen and CP-SAT. Only the solver's optimality
 claim is read differently: it is optimal on the rows it was given plus the lazy rows,
@@ -46,8 +53,10 @@ class LazyScreen:
 
     ``rows``: the margin rows the solve started from (grown by each call);
     ``limit``: incumbents screened per solve at most (then it answers no rows);
-    ``phase``: the history label of the samples it adds. ``screened``/``added``
-    count incumbents screened and samples added (for the round's report)."""
+    ``phase``: the history label of the samples it adds; ``oracle``: incumbents that
+    pass the screen checked by CP-SAT per solve at most (0: none), each given at most
+    ``oracle_seconds``. ``screened``/``added``/``checked`` count incumbents screened,
+    samples added and CP-SAT checks (for the round's report)."""
 
     state: RunState
     learners: list[Tree]
@@ -55,8 +64,11 @@ class LazyScreen:
     budget: Budget
     limit: int
     phase: str = "l0"
+    oracle: int = 0
+    oracle_seconds: float = 5.0
     screened: int = 0
     added: int = 0
+    checked: int = 0
     _seen: dict[tuple[int, ...], int] = dataclasses.field(default_factory=dict)
 
     def __call__(self, sol: MasterSolution) -> np.ndarray:
@@ -92,6 +104,8 @@ class LazyScreen:
         sm, e_req = ScoreModel.from_ensemble(cand), required_margin(cand)
         per_pair = self.state.cfg.tuning.search.enumeration_per_pair
         found = [r for r in self.state.screen.screen(sm, e_req, per_pair) if r.status == "FEASIBLE"]
+        if not found:
+            found = self._check(sm, e_req)
         new = self._add(found)
         if not len(new):
             return empty
@@ -99,6 +113,25 @@ class LazyScreen:
         rows = margin_rows(leaf_values(self.learners, new), y0)
         self.rows = np.vstack([self.rows, rows])
         return rows
+
+    def _check(self, sm: ScoreModel, e_req: float) -> list:
+        """CP-SAT's separating samples for a candidate the screen passed, with their
+        one-cell neighbours; none when checks are off or spent, the domain is
+        enumerated (the screen saw every cell) or CP-SAT finds none."""
+        state = self.state
+        if self.checked >= self.oracle or state.screen.can_enumerate():
+            return []
+        self.checked += 1
+        results = state.oracle.separate(
+            sm, e_req, threads=state.cfg.threads, budget=self.budget.cap(self.oracle_seconds),
+            until_found=True,
+        )  # fmt: skip
+        found = [r for r in results if r.status == "FEASIBLE"]
+        if found:
+            points = [r.point for r in found]
+            state.screen.grow_pool(points)
+            found += state.screen.neighbours(points, sm, e_req, state.cfg.tuning.search.neighbours)
+        return found
 
     def _add(self, found: list) -> np.ndarray:
         """Add the separating samples ``found`` (PairResults) to the run's samples (one
