@@ -20,12 +20,12 @@ import csv
 import json
 import os
 import re
-import subprocess
 import sys
 from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 
+from benchmarks.harness.report import git_revision
 from benchmarks.realistic.__main__ import _run
 from benchmarks.realistic.models import MODELS, build
 
@@ -169,8 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         w.writeheader()
         for r in rows:
             w.writerow(asdict(r))
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, cwd=ROOT).stdout.strip()  # fmt: skip
+    commit = git_revision(ROOT)
     command = "python -m benchmarks.frontier " + " ".join(
         argv if argv is not None else sys.argv[1:]
     )

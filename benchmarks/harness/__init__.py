@@ -25,6 +25,7 @@ from benchmarks.harness.records import (
 from benchmarks.harness.report import (
     command_line,
     emit_report,
+    git_revision,
     machine_info,
     paper_verdict,
     report_head,
@@ -46,6 +47,7 @@ __all__ = [
     "check_compressed",
     "command_line",
     "emit_report",
+    "git_revision",
     "machine_info",
     "make_profile",
     "md_table",

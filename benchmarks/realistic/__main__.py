@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 
+from benchmarks.harness.report import git_revision
 from benchmarks.realistic.models import MODELS, build
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -233,8 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     lock = threading.Lock()
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         list(pool.map(one, todo))
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, cwd=ROOT).stdout.strip()  # fmt: skip
+    commit = git_revision(ROOT)
     command = "python -m benchmarks.realistic " + " ".join(
         argv if argv is not None else sys.argv[1:]
     )

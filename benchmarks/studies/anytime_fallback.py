@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import statistics
-import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -169,9 +168,7 @@ def main() -> None:
     variants = [parse_variant(v) for v in args.variant or DEFAULT_VARIANTS]
     names = [v[0] for v in variants]
     seeds = [int(s) for s in args.seeds.split(",")]
-    rev = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
-    ).stdout.strip()
+    rev = harness.git_revision(Path(__file__).resolve().parents[2])
     started = time.strftime("%Y-%m-%d %H:%M", time.gmtime())
     rows: list[Row] = []
     k = 0

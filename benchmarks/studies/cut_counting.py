@@ -22,13 +22,13 @@ out of reach by arithmetic, not by search.
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 from math import comb
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks.harness.report import git_revision
 from benchmarks.realistic.models import MODELS, build
 from pace_cert.driver.phases.eliminate import free_removal, largest_changes
 from pace_cert.model.onnx_reader import read_ensemble
@@ -79,8 +79,7 @@ def main(argv: list[str] | None = None) -> int:
             f"| {largest_provable(n, cm, 1e6)} | {need:.3g} |"
         )
         print(lines[-1], flush=True)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, cwd=ROOT).stdout.strip()  # fmt: skip
+    commit = git_revision(ROOT)
     cmd = "python -m benchmarks.studies.cut_counting " + " ".join(argv or [])
     text = "\n".join([
         "# How far a checkable pruning bound can reach (counting cuts)",

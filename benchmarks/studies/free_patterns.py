@@ -33,12 +33,12 @@ from __future__ import annotations
 
 import argparse
 import csv
-import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from benchmarks.harness.report import git_revision
 from benchmarks.realistic.models import MODELS, build
 from pace_cert.driver.phases.eliminate import free_removal, largest_changes
 from pace_cert.model.onnx_reader import read_ensemble
@@ -76,8 +76,7 @@ def main(argv: list[str] | None = None) -> int:
             f"| {m.key} | {model.kind} | {model.n_trees} | {c_o:.4g} | {np.median(d):.4g} "
             f"| {r} | {model.n_trees - r} | {after} | {phase} |"
         )
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, cwd=ROOT).stdout.strip()  # fmt: skip
+    commit = git_revision(ROOT)
     cmd = "python -m benchmarks.studies.free_patterns " + " ".join(argv or [])
     text = "\n".join([
         "# Free-pattern removal counts of the realistic suite",

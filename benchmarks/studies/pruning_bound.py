@@ -15,7 +15,6 @@ region). ``max(1, 10 %)`` is the issue's target gap.
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -116,8 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     rows = []
     command = "python -m benchmarks.studies.pruning_bound " + " ".join(argv or [])
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, cwd=ROOT).stdout.strip()  # fmt: skip
+    commit = harness.git_revision(ROOT)
     for ds, n in harness.select_cases(CASES, args.only):
         rows.append(run_case(ds, n, args.mode, args.time_limit))
         r = rows[-1]

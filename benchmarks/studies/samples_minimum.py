@@ -29,7 +29,6 @@ out of reach in our region.
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import time
 
@@ -97,9 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", default="", help="directory for each case's points (.npz)")
     args = ap.parse_args(argv)
     command = "python -m benchmarks.studies.samples_minimum " + " ".join(argv)
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
-    ).stdout.strip()
+    commit = harness.git_revision(ROOT)
     head = ["dataset", "n", "certified", "phase", "run's bound", "points", "rows",
             "L0 on the points", "L0 s", "checkable bound, long", "cuts", "bound s",
             "met on the points", "paper prune S"]  # fmt: skip

@@ -16,7 +16,6 @@ not bit-for-bit repeatable, so a difference of a tree or two can be noise.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 from benchmarks import harness
@@ -63,8 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m benchmarks.studies.side_by_side " + " ".join(
         f"'{a}'" if "{" in a else a for a in (argv or [])
     )
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, cwd=ROOT).stdout.strip()  # fmt: skip
+    commit = harness.git_revision(ROOT)
     rows = []
     for ds, n in harness.select_cases(CASES, args.only):
         row: dict = {"dataset": ds, "n": n}
