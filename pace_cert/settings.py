@@ -120,7 +120,7 @@ class L0Tuning:
     loop the descent gives each size it tries (0: no descent)."""
 
     share: float = 0.5
-    reweight_rounds: int = 8
+    reweight_rounds: int = 12
     reweight_eps: float = 0.01
     fallback: str = "grow"
     grow_rho: float = 1e-3

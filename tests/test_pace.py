@@ -518,3 +518,22 @@ def test_constant_model_is_written_and_verifies(tmp_path):
     assert res.exit_code == 0
     assert res.certificate.summary.trees_after == 0
     assert_verifies_exhaustively(model_path, out)
+
+
+@pytest.mark.parametrize(("fam", "seed", "eta"), [("rf", 1, 0.0), ("et", 2, 0.1)])
+def test_reweighted_l1_goes_on_after_a_guide_that_leads_nowhere(tmp_path, fam, seed, eta):
+    """A guide whose loop certifies nothing smaller than the start (here: the start's
+    own support, i.e. the plain L1 again) no longer ends the fallback: the loops after
+    it start from the certified weights and reach the unguided size, faithful on every
+    cell. Before, the guided loop's stall returned the start unchanged."""
+    p, l1, path, info = _certified_l1(tmp_path, fam, seed, eta)
+    plain = reweighted_l1(p, l1, p.learners, p.budget)
+    guide = np.zeros(len(p.learners), bool)
+    guide[l1.keep] = True
+    guided = reweighted_l1(p, plain, p.learners, p.budget, guide)
+    assert guided.certified and guided.model is not None
+    assert guided.model.n_trees <= plain.model.n_trees
+    res = reweighted_l1(p, l1, p.learners, p.budget, guide)
+    assert res.certified and res.model is not None
+    assert res.model.n_trees <= plain.model.n_trees < l1.model.n_trees
+    assert_agrees_on_every_cell(p, res.model, info, path)
