@@ -16,6 +16,7 @@ not bit-for-bit repeatable, so a difference of a tree or two can be noise.
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 
 from benchmarks import harness
@@ -59,9 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = case_arguments("python -m benchmarks.studies.side_by_side")
     ap.add_argument("--variant", action="append", type=parse_variant, required=True)
     args = ap.parse_args(argv)
-    command = "python -m benchmarks.studies.side_by_side " + " ".join(
-        f"'{a}'" if "{" in a else a for a in (argv or [])
-    )
+    command = "python -m benchmarks.studies.side_by_side " + shlex.join(argv or [])
     commit = harness.git_revision(ROOT)
     rows = []
     for ds, n in harness.select_cases(CASES, args.only):
