@@ -146,3 +146,31 @@ def test_l0_with_cpsat_inside_the_master_certifies_models_faithful_on_every_cell
     models = [o.result.model for o in offers if o.result.certified]
     assert models
     assert_faithful_on_every_cell(p, original, path, info, models)
+
+
+def test_a_first_l0_loop_certified_without_optimality_still_runs_the_fallbacks(
+    tmp_path, monkeypatch
+):
+    """Under a time limit, an L0 loop whose certified support its master did not prove
+    optimal (here: the real solver's answers with the optimality flag dropped until the
+    loop's first offer, as a per-solve limit leaves them) no longer skips the
+    fallbacks: reweighted L1 runs after it, every offer faithful on every cell. Before,
+    such a loop went straight to the improve re-solve."""
+    import dataclasses
+
+    p, original, path, info = _certified_start(tmp_path, "rf", 1)
+    real = L0Master.solve
+    monkeypatch.setattr(
+        L0Master, "solve", lambda m, A, b: dataclasses.replace(real(m, A, b), optimal=False)
+    )
+    n = original.n_trees
+    offers = []
+    for offer in l0_loops(p, p.learners[:n], 1.0, None, "l0", Budget.seconds(600)):
+        if not offers:  # from here on the master proves what it can
+            monkeypatch.setattr(L0Master, "solve", real)
+        offers.append(offer)
+    names = [o.name for o in offers]
+    assert names[0] == "l0" and offers[0].result.certified and not offers[0].result.optimal
+    assert "l0-reweighted" in names
+    models = [o.result.model for o in offers if o.result.certified]
+    assert_faithful_on_every_cell(p, original, path, info, models)

@@ -6,14 +6,16 @@ from the smallest certified model.
 
 Under a time limit, and when a certified model with more than one learner exists, the
 L0 loop first gets ``l0.share`` of the time left. On large domains it may not converge
-(every optimal support of the samples is falsified in turn); if it has not certified by
-then, the fallbacks run in order (reweighted L1, column growth from the last L0
-candidate's support, then, when ``l0.shrink_rounds`` > 0, shrinking the smallest
-certified model a learner at a time), each offering certified, smaller models. The L0 loop then
-continues on the same master (its cuts, last support and samples kept) with the time
-still left. After an L0 loop certified a support its MILP had not proved optimal (a
-per-solve limit stopped it), the master is re-solved with the time left until it proves
-optimality or nothing improves.
+(every optimal support of the samples is falsified in turn); unless it has certified a
+support proved optimal on the samples by then, the fallbacks run in order (reweighted
+L1, column growth from the last L0 candidate's support, then, when
+``l0.shrink_rounds`` > 0, shrinking the smallest certified model a learner at a time),
+each offering certified, smaller models. A support the loop certified without proving
+it optimal no longer skips them: the L0 loop's first certified support at n >= 50 is
+often far larger than what the fallbacks reach. The L0 loop then continues on the same
+master (its cuts, last support and samples kept) with the time still left: after a
+certified support its MILP had not proved optimal (a per-solve limit stopped it), as
+the improve re-solve, until it proves optimality or nothing improves.
 """
 
 from __future__ import annotations
@@ -136,13 +138,16 @@ def l0_loops(
         l0 = _loop(state, master, learners, _solve_budget(first, budget), first)
         if l0.certified:
             yield _offer_l0(state, l0, name)
-            yield from _improve(state, l0, master, learners, name, budget)
-            return
+            if l0.optimal:
+                return
         guide = master.last.weights > 0 if master.last is not None else None
         for fallback in FALLBACKS:
             if not budget.expired() and fallback.applies(state, guide):
                 for res in fallback.run(state, learners, guide, budget):
                     yield Offer(res, name + fallback.suffix)
+        if l0.certified:  # the master's cuts and samples kept: improve on its support
+            yield from _improve(state, l0, master, learners, name, budget)
+            return
     l0 = _loop(state, master, learners, budget, budget)
     yield _offer_l0(state, l0, name)
     yield from _improve(state, l0, master, learners, name, budget)
