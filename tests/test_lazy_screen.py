@@ -135,16 +135,26 @@ def test_lazy_oracle_refutes_what_the_screen_passes_with_region_samples(tmp_path
 
 @pytest.mark.parametrize(("family", "seed"), [("rf", 1), ("ada", 5), ("gb", 4)])
 def test_l0_with_cpsat_inside_the_master_certifies_models_faithful_on_every_cell(
-    tmp_path, family, seed
+    tmp_path, monkeypatch, family, seed
 ):
+    """With the pool emptied every incumbent reaches the in-solve CP-SAT check (the
+    real one, counted: ada's refutes incumbents there, rf's and gb's find nothing), and
+    the L0 loop still certifies only models faithful on every cell."""
     p, original, path, info = _certified_start(tmp_path, family, seed, lazy_oracle=20)
     _blind_screen(p)
+    real, found = LazyScreen._check, []
+
+    def counted(self, sm, e_req):
+        found.append(len(out := real(self, sm, e_req)))
+        return out
+
+    monkeypatch.setattr(LazyScreen, "_check", counted)
     n = original.n_trees
-    master = L0Master(p, p.learners[:n], 1.0, None)
-    assert master._lazy(minimal_rows(p.matrix(p.learners[:n]), n), p.budget) is not None
     offers = list(l0_loops(p, p.learners[:n], 1.0, None, "l0", p.budget))
     models = [o.result.model for o in offers if o.result.certified]
     assert models
+    assert found, "no incumbent went to CP-SAT inside the solve"
+    assert family != "ada" or sum(found) > 0
     assert_faithful_on_every_cell(p, original, path, info, models)
 
 

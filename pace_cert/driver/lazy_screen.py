@@ -128,9 +128,8 @@ class LazyScreen:
         )  # fmt: skip
         found = [r for r in results if r.status == "FEASIBLE"]
         if found:
-            points = [r.point for r in found]
-            state.screen.grow_pool(points)
-            found += state.screen.neighbours(points, sm, e_req, state.cfg.tuning.search.neighbours)
+            per_pair = state.cfg.tuning.search.neighbours
+            found += state.screen.widen([r.point for r in found], sm, e_req, per_pair)
         return found
 
     def _add(self, found: list) -> np.ndarray:

@@ -108,9 +108,7 @@ def faithful_loop(
         found = [r for r in results if r.status == "FEASIBLE"]
         proved = sum(r.status == "INFEASIBLE" for r in results)
         if found and (climbed or any(r.seconds > 0 for r in results)):  # new ground
-            scr.grow_pool([r.point for r in found])
-            if search.neighbours:
-                found += scr.neighbours([r.point for r in found], sm, e_req, search.neighbours)
+            found += scr.widen([r.point for r in found], sm, e_req, search.neighbours)
         if found and family is not None and search.family_size and screenable:
             found += _screen_family(state, family(A, sol), learners, make)
         how = (

@@ -340,6 +340,15 @@ class Screen:
         keep = y0 >= 0
         return self.violations(X[keep], y0[keep], compressed, e_req, per_pair)
 
+    def widen(
+        self, points: list[np.ndarray], compressed: ScoreModel, e_req: float, per_pair: int
+    ) -> list[PairResult]:
+        """After CP-SAT found separating ``points`` (new ground): grow the pool around
+        them (:meth:`grow_pool`) and return their :meth:`neighbours` (none when
+        ``per_pair`` is 0)."""
+        self.grow_pool(points)
+        return self.neighbours(points, compressed, e_req, per_pair) if per_pair else []
+
     def _one_cell_moves(self, points: list[np.ndarray]) -> np.ndarray:
         """Distinct float32 points differing from one of ``points`` in one feature's cell
         (cell representatives)."""

@@ -11,9 +11,10 @@ support proved optimal on the samples by then, the fallbacks run in order (rewei
 L1, column growth from the last L0 candidate's support, then, when
 ``l0.shrink_rounds`` > 0, shrinking the smallest certified model a learner at a time),
 each offering certified, smaller models. A support the loop certified without proving
-it optimal no longer skips them: the L0 loop's first certified support at n >= 50 is
-often far larger than what the fallbacks reach. The L0 loop then continues on the same
-master (its cuts, last support and samples kept) with the time still left: after a
+it optimal no longer skips them: it can be far larger than what they reach (a seeds
+50 run with ``master.l0_stall`` = 1: 30 trees from the cover). The L0 loop then
+continues on the same master (its cuts, last support and samples kept) with the time
+still left: after a
 certified support its MILP had not proved optimal (a per-solve limit stopped it), as
 the improve re-solve, until it proves optimality or nothing improves.
 """

@@ -73,14 +73,11 @@ def reweighted_l1(
             return dataclasses.replace(s, weights=s.weights / cost)
 
         res = faithful_loop(state, "l0-reweighted", solve, learners, budget)
-        if not res.certified or res.model is None:
+        certified = res.certified and res.model is not None
+        if not certified or res.model.n_trees >= best.model.n_trees:
             if k == 0 and guided:
                 continue  # the guide's costs led nowhere: from the certified weights
-            break
-        if res.model.n_trees >= best.model.n_trees:
-            if k == 0 and guided:
-                continue
-            if eps > tun.reweight_eps * STALL_EPS:  # stalled: once more, sharper
+            if certified and eps > tun.reweight_eps * STALL_EPS:  # stalled: once more, sharper
                 eps *= STALL_EPS
                 continue
             break
