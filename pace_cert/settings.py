@@ -156,11 +156,15 @@ class BoundTuning:
     """The pruning lower bound after the plan (``driver/phases/pruning_bound.py``).
     ``pruning_share``: of a time limit, kept back for it (0: no bound);
     ``pruning_seconds``: at most this long; ``pruning_points``: region points it uses
-    at most (separating samples first)."""
+    at most (separating samples first); ``aim_rounds``: when the points cannot refute a
+    support the bound's master proposes, rounds of the faithful loop on that support
+    (max-margin weights, screen, CP-SAT) that look for region points which do (0: the
+    run's points only)."""
 
     pruning_share: float = 0.1
     pruning_seconds: float = 60.0
     pruning_points: int = 4000
+    aim_rounds: int = 0
 
 
 @dataclass(frozen=True)
@@ -338,6 +342,7 @@ RULES: tuple[Rule, ...] = (
     _share("bound.pruning_share"),
     _seconds("bound.pruning_seconds"),
     _count("bound.pruning_points", 1),
+    _count("bound.aim_rounds"),
     _choice("oracle.backend", "--backend"),
     Rule(
         "oracle.ray_address",

@@ -288,8 +288,9 @@ class Summary(_Strict):
         "split merged, possibly without trees that split no witnessed gap), free-removal "
         "(the original without trees no region input can notice), l1, l0, "
         "l0-grow, l0-reweighted, l0-shrink, eliminate, shrink, boost, l0-enriched, refit, synth, "
-        "l0-enriched-grow, l0-enriched-reweighted, l0-enriched-shrink, l1-generated or start "
-        "(the model of a frontier's enclosing rung, certified again in this region)"
+        "l0-enriched-grow, l0-enriched-reweighted, l0-enriched-shrink, l1-generated, l0-bound "
+        "(a support the pruning bound's aimed search certified) or start (the model of a "
+        "frontier's enclosing rung, certified again in this region)"
     )
     trees_before: int
     trees_after: int

@@ -82,6 +82,8 @@ class BoundResult:
     master_solves: int = 0
     points: list[int] = field(default_factory=list)
     upper: int | None = None
+    n_points: int = 0  # the points the rows ended with (``aim`` appends to the input's)
+    certified: np.ndarray | None = None  # a support ``aim`` certified faithful
 
 
 def margin_row_index(y0: np.ndarray, K: int) -> tuple[np.ndarray, np.ndarray]:
@@ -185,6 +187,53 @@ class _FarkasLP:
         return float(x[-1]), np.maximum(x[: self.R], 0.0)
 
 
+@dataclass(frozen=True)
+class Aimed:
+    """What an :data:`Aim` found for a support: ``H`` [m, T, K] and ``y0`` [m] at new
+    region points (each in the region by the masks verify uses, labelled by the
+    original), and ``faithful``: some weights on the support were certified faithful in
+    the whole region (CP-SAT proved every label pair)."""
+
+    H: np.ndarray
+    y0: np.ndarray
+    faithful: bool
+
+
+#: ``aim(support, budget)``: look for region points that no weights on ``support``
+#: meet (the faithful loop on the support), or certify it
+Aim = Callable[[np.ndarray, Budget], Aimed]
+
+
+class _Rows:
+    """The margin rows of the points so far (one copy of each distinct row) and the
+    Farkas LP over them; :meth:`extend` appends points (cuts keep their indices)."""
+
+    def __init__(self, H: np.ndarray, y0: np.ndarray, seed: int) -> None:
+        self.seed = seed
+        self.H, self.y0 = H, y0
+        self._build()
+
+    def _build(self) -> None:
+        H, y0 = self.H, self.y0
+        _n, T, K = H.shape
+        pi, pk = margin_row_index(y0, K)
+        A = H[pi, :, y0[pi]] - H[pi, :, pk]
+        # one copy of each distinct (row, classes): the same constraint
+        key = np.hstack([A, y0[pi][:, None], pk[:, None]])
+        _u, first = np.unique(key, axis=0, return_index=True)
+        first = np.sort(first)
+        self.pi, self.pk, A = pi[first], pk[first], A[first]
+        scale = np.abs(A).max(axis=0) if len(A) else np.ones(T)
+        An = A / np.where(scale > 0, scale, 1.0)
+        self.lp = _FarkasLP(An, y0[self.pi], self.pk, K, self.seed)
+
+    def extend(self, H: np.ndarray, y0: np.ndarray) -> None:
+        solves = self.lp.solves
+        self.H, self.y0 = np.concatenate([self.H, H]), np.r_[self.y0, y0]
+        self._build()
+        self.lp.solves = solves
+
+
 def prove_pruning_bound(
     H: np.ndarray,
     y0: np.ndarray,
@@ -194,34 +243,33 @@ def prove_pruning_bound(
     seed: int = 0,
     threads: int = 1,
     progress: Callable[[str], None] | None = None,
+    aim: Aim | None = None,
 ) -> BoundResult:
     """The largest pruning lower bound the cut loop proves within ``budget``.
 
     ``H[i, t, k]``: tree t's leaf value for class k at point i (float64); ``y0[i]``: the
     original's label index there. ``stop_at``: stop once the bound reaches it (e.g. the
     size of a certified pruning: nothing larger can be proved). ``threads``: CP-SAT
-    workers of the hitting-set solves (where the time goes at 50 trees and more)."""
+    workers of the hitting-set solves (where the time goes at 50 trees and more).
+    ``aim``: asked for new region points when the points cannot refute a support (the
+    master's optimum, or a greedy superset); the points it returns are appended to the
+    rows (point indices past ``len(H)``, in the order returned). A support it certifies
+    caps the bound (``certified``, the smallest); when that support is the master's
+    optimum, the bound equals its size: the minimum faithful pruning."""
     t0 = time.perf_counter()
-    _n, T, K = H.shape
-    pi, pk = margin_row_index(y0, K)
-    A = H[pi, :, y0[pi]] - H[pi, :, pk]
-    # one copy of each distinct (row, classes): the same constraint
-    key = np.hstack([A, y0[pi][:, None], pk[:, None]])
-    _u, first = np.unique(key, axis=0, return_index=True)
-    first = np.sort(first)
-    pi, pk, A = pi[first], pk[first], A[first]
-    scale = np.abs(A).max(axis=0) if len(A) else np.ones(T)
-    An = A / np.where(scale > 0, scale, 1.0)
-    lp = _FarkasLP(An, y0[pi], pk, K, seed)
+    _n, T, _K = H.shape
+    rows = _Rows(H, y0, seed)
     hs = _HittingSet(T, seed, threads)
     cuts: list[Cut] = []
     meets: int | None = None
     upper: int | None = None  # the smallest support shown to meet the points
+    certified: np.ndarray | None = None  # a support ``aim`` certified faithful
     value = 0
 
     def make_cut(y: np.ndarray, support: np.ndarray) -> Cut | None:
         """The cut ``y``'s walks prove, excluding ``support`` (a tie's multipliers
         repaired first); None when no multipliers re-check to exclude it."""
+        pi, pk, H, y0 = rows.pi, rows.pk, rows.H, rows.y0
         walks = circulation_combos(y, pk, y0[pi])
         combos = tuple(
             (tuple((int(pi[e]), int(pk[e])) for e in edges), w) for edges, w in walks if w > 0
@@ -243,11 +291,27 @@ def prove_pruning_bound(
         """A grown cut that ``support`` misses; None when the LP finds weights on it,
         or its multipliers do not re-check (``support`` is then undecided).
         :class:`OutOfTime` from the LP passes through."""
-        sol = lp.solve(support, budget)
+        sol = rows.lp.solve(support, budget)
         if sol is None or sol[0] < EPS_INFEASIBLE:
             return None
         cut = make_cut(sol[1], support)
-        return None if cut is None else _grow(cut, lp, make_cut, T, budget)
+        return None if cut is None else _grow(cut, rows.lp, make_cut, T, budget)
+
+    def aimed_refute(support: np.ndarray) -> Cut | None:
+        """:func:`refute`, asking ``aim`` for points when the rows cannot refute
+        ``support``; sets ``certified`` when ``aim`` certifies it."""
+        nonlocal certified, stop_at
+        cut = refute(support)
+        if cut is not None or aim is None or budget.expired():
+            return cut
+        got = aim(support, budget)
+        if len(got.y0):
+            rows.extend(got.H, got.y0)
+            cut = refute(support)
+        if got.faithful and (certified is None or len(support) < len(certified)):
+            certified = np.asarray(support, np.int64)  # no larger bound can hold
+            stop_at = len(support) if stop_at is None else min(stop_at, len(support))
+        return cut
 
     hits = np.zeros(T, np.int64)  # how many cuts each tree is in
 
@@ -266,22 +330,22 @@ def prove_pruning_bound(
         if stop_at is not None and value >= stop_at:
             break
         try:
-            cut = refute(support)
+            cut = aimed_refute(support)
             if cut is None:  # S meets the points only if shown to
-                meets = strictly_met(H, y0, support, budget)
+                meets = strictly_met(rows.H, rows.y0, support, budget)
                 break
             add(cut)
             # greedy supersets of the optimum: each hits every cut so far (one tree of
             # the newest cut added, the one in most cuts), so each refutation is a new
-            # cut without a hitting-set solve; stop at the first one the LP cannot refute
+            # cut without a hitting-set solve; stop at the first one not refuted
             S = support
             for _ in range(T):
                 if budget.expired():
                     break
                 keep = np.array(cuts[-1].keep_one_of)
                 S = np.r_[S, keep[np.argmax(hits[keep])]]
-                if (cut := refute(S)) is None:
-                    if (met := strictly_met(H, y0, S, budget)) is not None:
+                if (cut := aimed_refute(S)) is None:
+                    if (met := strictly_met(rows.H, rows.y0, S, budget)) is not None:
                         upper = met if upper is None else min(upper, met)
                     break
                 add(cut)
@@ -289,12 +353,13 @@ def prove_pruning_bound(
             break
     if meets is None and cuts:
         value = max(value, hs.proved_lower_bound)
-    used = sorted({i for c in cuts for rows, _w in c.combos for i, _k in rows})
+    used = sorted({i for c in cuts for rs, _w in c.combos for i, _k in rs})
     if meets is not None:
         upper = meets if upper is None else min(upper, meets)
     return BoundResult(
-        value, cuts, meets, time.perf_counter() - t0, lp.solves, hs.solves, used, upper
-    )
+        value, cuts, meets, time.perf_counter() - t0, rows.lp.solves, hs.solves, used, upper,
+        n_points=len(rows.y0), certified=certified,
+    )  # fmt: skip
 
 
 def walks_clear_of(H: np.ndarray, y0: np.ndarray, combos, support: np.ndarray) -> tuple:

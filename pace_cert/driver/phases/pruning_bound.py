@@ -18,9 +18,16 @@ import numpy as np
 
 from pace_cert.budget import Budget
 from pace_cert.cert.pruning_check import leaf_table
+from pace_cert.driver.loop import faithful_loop
+from pace_cert.driver.result import Offer
 from pace_cert.driver.state import RunState
-from pace_cert.master.pruning_bound import BoundResult, prove_pruning_bound
+from pace_cert.master.max_margin import max_margin_on_support
+from pace_cert.master.pruning_bound import Aim, Aimed, BoundResult, prove_pruning_bound
+from pace_cert.master.rows import MasterSolution
 from pace_cert.region.masks import region_mask
+
+#: the name of the aimed faithful loop (its samples' history phase is ``l0``)
+AIM_PHASE = "l0-bound"
 
 
 @dataclass(frozen=True)
@@ -63,12 +70,17 @@ def prove_bound(state: RunState, budget: Budget) -> PruningBoundResult | None:
         return None
     y0 = state.original.predict_index(X)
     H = leaf_table(state.original.trees, X)
+    found: list[np.ndarray] = []  # the aimed points, in the order the rows got them
+    aim = _aimer(state, tuning.aim_rounds, found) if tuning.aim_rounds else None
     res = prove_pruning_bound(
         H, y0, budget.cap(tuning.pruning_seconds), stop_at=stop_size(state), seed=state.cfg.seed,
-        threads=state.cfg.threads, progress=state.say,
+        threads=state.cfg.threads, progress=state.say, aim=aim,
     )  # fmt: skip
     if res.value <= 0:
         return None
+    if found:
+        X = np.concatenate([X, *found])
+        y0 = np.r_[y0, state.original.predict_index(X[len(y0) :])]
     keep = np.array(res.points, np.int64)
     remap = {int(i): j for j, i in enumerate(keep)}
     cuts = [
@@ -85,3 +97,34 @@ def prove_bound(state: RunState, budget: Budget) -> PruningBoundResult | None:
         f"({res.seconds:.1f} s)"
     )
     return PruningBoundResult(res.value, X[keep], y0[keep], res)
+
+
+def _aimer(state: RunState, rounds: int, found: list[np.ndarray]) -> Aim:
+    """The bound's :data:`~pace_cert.master.pruning_bound.Aim`: the faithful loop on a
+    support's original trees (max-margin weights on the run's samples, the screen, then
+    CP-SAT) for at most ``rounds`` rounds. Its separating samples join the run's
+    samples; those inside the region by verify's masks are returned (and appended to
+    ``found``). A support it certifies is offered as the run's model (``l0-bound``)."""
+    T = state.original.n_trees
+    learners = state.learners[:T]
+
+    def aim(support: np.ndarray, budget: Budget) -> Aimed:
+        def solve(A: np.ndarray) -> MasterSolution | None:
+            return max_margin_on_support(A, T, support, budget=budget, seed=state.cfg.seed)
+
+        before = len(state.X)
+        res = faithful_loop(state, AIM_PHASE, solve, learners, budget, max_rounds=rounds)
+        if res.certified:
+            state.offer(Offer(res, AIM_PHASE))
+        new = np.asarray(state.X[before:], np.float32)
+        inside = region_mask(
+            state.original, state.region.margin, state.plausibility, new, state.domain
+        )
+        new = new[inside]
+        if len(new):
+            found.append(new)
+        K = state.original.trees[0].value.shape[1]
+        H = leaf_table(state.original.trees, new) if len(new) else np.zeros((0, T, K))
+        return Aimed(H, state.original.predict_index(new), res.certified)
+
+    return aim
