@@ -15,6 +15,8 @@ datasets take minutes per run.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -536,4 +538,20 @@ def test_reweighted_l1_goes_on_after_a_guide_that_leads_nowhere(tmp_path, fam, s
     res = reweighted_l1(p, l1, p.learners, p.budget, guide)
     assert res.certified and res.model is not None
     assert res.model.n_trees <= plain.model.n_trees < l1.model.n_trees
+    assert_agrees_on_every_cell(p, res.model, info, path)
+
+
+def test_reweighted_l1_from_a_model_outside_the_pool_does_not_fail(tmp_path):
+    """A best model that is no weighting of the pool (``keep`` empty: a frontier rung's
+    start model, a refit or synthesised one) gives reweighting no weights to start
+    from: the fallback returns it unchanged, and a guided first loop still runs and
+    certifies from the guide. Before, its costs were 1 / 0 and the L1 master's
+    infeasible LP ended a frontier with exit 4 (et50d5-cancer, rung rows70)."""
+    p, l1, path, info = _certified_l1(tmp_path, "rf", 1, 0.0)
+    outside = dataclasses.replace(l1, keep=[], weights=[])
+    assert reweighted_l1(p, outside, p.learners, p.budget) is outside
+    guide = np.zeros(len(p.learners), bool)
+    guide[l1.keep] = True
+    res = reweighted_l1(p, outside, p.learners, p.budget, guide)
+    assert res.certified and res.model is not None
     assert_agrees_on_every_cell(p, res.model, info, path)

@@ -34,7 +34,7 @@ STALL_EPS = 0.1
 
 def reweight_costs(w: np.ndarray, eps: float) -> np.ndarray:
     """Costs ``1 / (w + eps * max w)``, scaled so the cheapest is 1 (learners with weight
-    0 cost ``1 / eps`` times the heaviest one's)."""
+    0 cost ``1 / eps`` times the heaviest one's). ``w`` >= 0 needs a positive entry."""
     cost = 1.0 / (w + eps * float(w.max()))
     return cost / cost.min()
 
@@ -50,8 +50,9 @@ def reweighted_l1(
     learners, e.g. the last L0 candidate's support) sets the first costs instead: 1 on
     the mask, 1 / eps elsewhere; when that guided loop certifies nothing smaller, the
     next starts from ``start``'s weights. A loop that certifies but does not shrink is
-    tried once more with eps times ``STALL_EPS`` (sharper costs). Returns the smallest
-    certified result (``start`` if none is smaller)."""
+    tried once more with eps times ``STALL_EPS`` (sharper costs). A ``start`` that is no
+    weighting of the pool (``keep`` empty) has no weights to go on from: only a guided
+    loop runs. Returns the smallest certified result (``start`` if none is smaller)."""
     tun = state.cfg.tuning.l0
     best = start
     n = len(learners)
@@ -65,6 +66,8 @@ def reweighted_l1(
             w[guide] = 1.0
         else:
             w[best.keep] = best.weights
+        if not w.any():  # ``best`` is no weighting of the pool (a start, refit or synth model)
+            break
         cost = reweight_costs(w, eps)
         lp = L1Master(seed=state.cfg.seed)  # warm within the loop: costs fixed
 
