@@ -133,7 +133,10 @@ def report(rows: list[dict], command: str, commit: str, machine: str) -> str:
     worst = max((float(r["overrun"]) for r in rows), default=0.0)
     rss = max((float(r["peak_rss_mb"]) for r in rows), default=0.0)
     refuted = sum(r["verify"] == "REFUTED" for r in rows)
+    exits = {r["key"]: int(r["frontier_exit"]) for r in rows}
+    failed = sorted(f"{k} (exit {c})" for k, c in exits.items() if c not in (0, 2))
     lines += [
+        f"- frontier processes ending other than 0 / 2: {', '.join(failed) or 'none'}",
         "",
         f"- rungs certified smaller: {sum(r['status'] == 'certified' for r in rows)}/{len(rows)}",
         f"- verify slower than the rung's compress: {len(slower)} rung(s)",
