@@ -177,22 +177,30 @@ def run_state(original, X, cfg, progress=None):
     )
 
 
-def assert_faithful_on_every_cell(p, original, path, info, models) -> None:
-    """Every model gives onnxruntime's label of the ONNX file at ``path`` on every cell
-    of the 3-feature domain inside the region (brute force, both through onnxruntime);
-    ``p``: the run state whose domain and region are checked, ``info``: the original's
-    ONNX details the models are written with."""
+def region_grid(p, original, forest=None) -> np.ndarray:
+    """Every allowed cell of run state ``p``'s 3-feature domain (float32
+    representatives) inside ``original``'s confidence region, and inside ``forest``'s
+    plausibility region when given."""
     import itertools
 
-    from pace_cert.model import runtime
-    from pace_cert.model.onnx_writer import ensemble_to_onnx
     from pace_cert.region.masks import region_mask
 
     dom = p.domain
     grid = np.array(
         list(itertools.product(*[dom.reps[i][dom.allowed(i)] for i in range(3)])), np.float32
     )
-    grid = grid[region_mask(original, p.region.margin, None, grid, dom)]
+    return grid[region_mask(original, p.region.margin, forest, grid, dom)]
+
+
+def assert_faithful_on_every_cell(p, original, path, info, models) -> None:
+    """Every model gives onnxruntime's label of the ONNX file at ``path`` on every cell
+    of the 3-feature domain inside the region (brute force, both through onnxruntime);
+    ``p``: the run state whose domain and region are checked, ``info``: the original's
+    ONNX details the models are written with."""
+    from pace_cert.model import runtime
+    from pace_cert.model.onnx_writer import ensemble_to_onnx
+
+    grid = region_grid(p, original)
     want = runtime.labels(runtime.session(path.read_bytes()), grid)
     for model in models:
         comp = runtime.session(ensemble_to_onnx(model, info).SerializeToString())

@@ -7,7 +7,6 @@ faithful on every cell."""
 
 from __future__ import annotations
 
-import itertools
 import json
 
 import numpy as np
@@ -19,22 +18,14 @@ from pace_cert.driver.phases.pruning_bound import AIM_PHASE, prove_bound
 from pace_cert.master.pruning_bound import prove_pruning_bound
 from pace_cert.region.masks import region_mask
 
-from .helpers import assert_faithful_on_every_cell
+from .helpers import assert_faithful_on_every_cell, region_grid
 from .test_lazy_screen import _keep_first_samples
 from .test_shrink import _certified_start
 
 
-def _region_grid(p) -> np.ndarray:
-    dom = p.domain
-    grid = np.array(
-        list(itertools.product(*[dom.reps[i][dom.allowed(i)] for i in range(3)])), np.float32
-    )
-    return grid[region_mask(p.original, p.region.margin, p.plausibility, grid, dom)]
-
-
 def _true_minimum(p) -> int:
     """The fewest original trees that meet every region cell (exact on the grid)."""
-    grid = _region_grid(p)
+    grid = region_grid(p, p.original, p.plausibility)
     y0 = p.original.predict_index(grid)
     res = prove_pruning_bound(leaf_table(p.original.trees, grid), y0, Budget.seconds(None))
     assert res.meets == res.value  # the bound is the minimum on the points
@@ -59,9 +50,10 @@ def test_the_aimed_bound_climbs_to_at_most_the_true_minimum(tmp_path, family, se
     inside = region_mask(original, p.region.margin, p.plausibility, aimed.points, p.domain)
     assert inside.all()
     assert np.array_equal(aimed.y0, original.predict_index(aimed.points))
-    if p.best is not None:  # a support the aim certified: faithful on every cell
-        assert p.best[1] == AIM_PHASE and p.best[0].model.n_trees >= aimed.value
-        assert_faithful_on_every_cell(p, original, path, info, [p.best[0].model])
+    # the aim certified a support on these cases: faithful on every cell
+    assert p.best is not None and p.best[1] == AIM_PHASE
+    assert p.best[0].model.n_trees >= aimed.value
+    assert_faithful_on_every_cell(p, original, path, info, [p.best[0].model])
 
 
 def test_an_aimed_bound_in_a_run_is_checked_by_verify(zoo_model, tmp_path):

@@ -82,8 +82,6 @@ class BoundResult:
     master_solves: int = 0
     points: list[int] = field(default_factory=list)
     upper: int | None = None
-    n_points: int = 0  # the points the rows ended with (``aim`` appends to the input's)
-    certified: np.ndarray | None = None  # a support ``aim`` certified faithful
 
 
 def margin_row_index(y0: np.ndarray, K: int) -> tuple[np.ndarray, np.ndarray]:
@@ -254,8 +252,8 @@ def prove_pruning_bound(
     ``aim``: asked for new region points when the points cannot refute a support (the
     master's optimum, or a greedy superset); the points it returns are appended to the
     rows (point indices past ``len(H)``, in the order returned). A support it certifies
-    caps the bound (``certified``, the smallest); when that support is the master's
-    optimum, the bound equals its size: the minimum faithful pruning."""
+    caps the bound at its size; when that support is the master's optimum, the bound
+    equals its size: the minimum faithful pruning."""
     t0 = time.perf_counter()
     _n, T, _K = H.shape
     rows = _Rows(H, y0, seed)
@@ -263,7 +261,6 @@ def prove_pruning_bound(
     cuts: list[Cut] = []
     meets: int | None = None
     upper: int | None = None  # the smallest support shown to meet the points
-    certified: np.ndarray | None = None  # a support ``aim`` certified faithful
     value = 0
 
     def make_cut(y: np.ndarray, support: np.ndarray) -> Cut | None:
@@ -299,8 +296,8 @@ def prove_pruning_bound(
 
     def aimed_refute(support: np.ndarray) -> Cut | None:
         """:func:`refute`, asking ``aim`` for points when the rows cannot refute
-        ``support``; sets ``certified`` when ``aim`` certifies it."""
-        nonlocal certified, stop_at
+        ``support``; a support ``aim`` certifies caps the bound (``stop_at``)."""
+        nonlocal stop_at
         cut = refute(support)
         if cut is not None or aim is None or budget.expired():
             return cut
@@ -308,8 +305,7 @@ def prove_pruning_bound(
         if len(got.y0):
             rows.extend(got.H, got.y0)
             cut = refute(support)
-        if got.faithful and (certified is None or len(support) < len(certified)):
-            certified = np.asarray(support, np.int64)  # no larger bound can hold
+        if got.faithful:  # no larger bound can hold
             stop_at = len(support) if stop_at is None else min(stop_at, len(support))
         return cut
 
@@ -357,9 +353,8 @@ def prove_pruning_bound(
     if meets is not None:
         upper = meets if upper is None else min(upper, meets)
     return BoundResult(
-        value, cuts, meets, time.perf_counter() - t0, rows.lp.solves, hs.solves, used, upper,
-        n_points=len(rows.y0), certified=certified,
-    )  # fmt: skip
+        value, cuts, meets, time.perf_counter() - t0, rows.lp.solves, hs.solves, used, upper
+    )
 
 
 def walks_clear_of(H: np.ndarray, y0: np.ndarray, combos, support: np.ndarray) -> tuple:

@@ -14,9 +14,9 @@ each offering certified, smaller models. A support the loop certified without pr
 it optimal no longer skips them: it can be far larger than what they reach (a seeds
 50 run with ``master.l0_stall`` = 1: 30 trees from the cover). The L0 loop then
 continues on the same master (its cuts, last support and samples kept) with the time
-still left: after a
-certified support its MILP had not proved optimal (a per-solve limit stopped it), as
-the improve re-solve, until it proves optimality or nothing improves.
+still left; after a certified support its MILP had not proved optimal (a per-solve
+limit stopped it), that is the improve re-solve, which runs until it proves optimality
+or nothing improves.
 """
 
 from __future__ import annotations

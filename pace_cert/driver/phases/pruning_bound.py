@@ -45,9 +45,12 @@ def region_points(state: RunState, limit: int) -> np.ndarray:
     """The run's samples that lie in the region by the masks verify uses (a CP-SAT
     sample may sit in the rounding slack just outside), newest first, at most
     ``limit``: separating samples before training rows."""
-    X = np.asarray(state.X, np.float32)[::-1]
-    inside = region_mask(state.original, state.region.margin, state.plausibility, X, state.domain)
-    return X[inside][:limit]
+    return inside(state, np.asarray(state.X, np.float32)[::-1])[:limit]
+
+
+def inside(state: RunState, X: np.ndarray) -> np.ndarray:
+    """The float32 rows of ``X`` inside the region by the masks verify uses."""
+    return X[region_mask(state.original, state.region.margin, state.plausibility, X, state.domain)]
 
 
 def stop_size(state: RunState) -> int | None:
@@ -116,15 +119,10 @@ def _aimer(state: RunState, rounds: int, found: list[np.ndarray]) -> Aim:
         res = faithful_loop(state, AIM_PHASE, solve, learners, budget, max_rounds=rounds)
         if res.certified:
             state.offer(Offer(res, AIM_PHASE))
-        new = np.asarray(state.X[before:], np.float32)
-        inside = region_mask(
-            state.original, state.region.margin, state.plausibility, new, state.domain
-        )
-        new = new[inside]
+        new = inside(state, np.asarray(state.X[before:], np.float32))
         if len(new):
             found.append(new)
-        K = state.original.trees[0].value.shape[1]
-        H = leaf_table(state.original.trees, new) if len(new) else np.zeros((0, T, K))
+        H = leaf_table(state.original.trees, new)
         return Aimed(H, state.original.predict_index(new), res.certified)
 
     return aim
