@@ -41,3 +41,15 @@ class Inconclusive(PaceError):
     """A time limit stopped the proof before every pair was settled (exit 2)."""
 
     exit_code = 2
+
+
+def exit_code_of(e: BaseException) -> int:
+    """The process exit code the CLI gives for ``e`` (``cli.common.run_command``): a
+    PaceError's own code, 130 for Ctrl-C, ``SystemExit``'s code, else 4 (internal)."""
+    if isinstance(e, PaceError):
+        return e.exit_code
+    if isinstance(e, KeyboardInterrupt):
+        return 130
+    if isinstance(e, SystemExit):
+        return e.code if isinstance(e.code, int) else 1
+    return 4

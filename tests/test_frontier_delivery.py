@@ -121,6 +121,7 @@ def test_an_error_in_a_rung_leaves_every_rung_listed(zoo_model, tmp_path, monkey
     rec = _read(tmp_path)
     assert [r.state for r in rec.rungs] == ["finished", "cut", "not started"]
     assert rec.rungs[1].trees_after == 3 and rec.ended == "stopped by RuntimeError"
+    assert rec.exit_code == 4  # what the process returns, though rung 1 certified
 
 
 STUCK = textwrap.dedent(

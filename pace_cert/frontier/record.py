@@ -114,7 +114,8 @@ class FrontierRecord(_Strict):
     reuse: bool = Field(description="each rung started from an enclosing rung's model")
     seconds: float
     exit_code: int = Field(
-        description="0: some rung (finished or cut) certified a smaller model; 2: none"
+        description="the process's exit code: 0 some rung (finished or cut) certified a "
+        "smaller model; 2 none; when an error ended the run (see ended), the error's code"
     )
     ended: str = Field(
         default="finished",

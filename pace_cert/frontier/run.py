@@ -24,7 +24,7 @@ import numpy as np
 from pace_cert.app import prepare_out_dir
 from pace_cert.budget import Budget
 from pace_cert.data import Dataset, read_csv
-from pace_cert.errors import InputError
+from pace_cert.errors import InputError, exit_code_of
 from pace_cert.frontier.isolate import isolation_available
 from pace_cert.frontier.ladder import Ladder, Rung, resolve
 from pace_cert.frontier.record import FrontierRecord
@@ -210,7 +210,7 @@ def run_frontier(
             outcomes = run_locally(jobs, budget, state, reuse, say, on_rung, isolated)
     except BaseException as e:  # the rungs so far stay listed; the running one as cut
         with state.lock:
-            state.write(f"stopped by {type(e).__name__}")
+            state.write(f"stopped by {type(e).__name__}", exit_code_of(e))
         raise
     with state.lock:
         rec = state.write("finished")

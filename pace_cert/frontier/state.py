@@ -166,16 +166,18 @@ class FrontierState:
         self.records[i] = record
         self.current, self.partial = None, None
 
-    def snapshot(self, ended: str = "running") -> FrontierRecord:
+    def snapshot(self, ended: str = "running", code: int | None = None) -> FrontierRecord:
         """Every rung: finished records, the running rung as cut (its best committed
-        model so far), the rest not started."""
+        model so far), the rest not started. ``code``: the process's exit code when an
+        error ends it (else 0 when some rung certified a smaller model, 2 when none)."""
         rungs = []
         for i, r in enumerate(self.rungs):
             rec = self.records[i]
             if rec is None and i == self.current and self.partial is not None:
                 rec = self.partial
             rungs.append(rec if rec is not None else not_started_record(r, *self._sizes))
-        code = 0 if any(r.status == "certified" for r in rungs) else 2
+        if code is None:
+            code = 0 if any(r.status == "certified" for r in rungs) else 2
         return FrontierRecord(
             **self.header,
             seconds=time.perf_counter() - self._t0,
@@ -184,11 +186,11 @@ class FrontierState:
             rungs=rungs,
         )
 
-    def write(self, ended: str = "running") -> FrontierRecord:
+    def write(self, ended: str = "running", code: int | None = None) -> FrontierRecord:
         """Write frontier.json (atomically) from :meth:`snapshot`; OSError when it
         cannot be written (the previous file stays)."""
         assert self.path is not None
-        rec = self.snapshot(ended)
+        rec = self.snapshot(ended, code)
         write_atomic(self.path, (rec.model_dump_json(indent=1) + "\n").encode())
         self.written_code = rec.exit_code
         return rec
