@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -26,6 +28,7 @@ def test_library_api_example_runs(tmp_path):
     assert (tmp_path / "out" / "report.html").exists()
 
 
+@pytest.mark.slow  # about 50 s (two compress runs, verify, report): make test-slow
 def test_cli_walkthrough_runs(tmp_path):
     env = {
         **os.environ,

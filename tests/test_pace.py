@@ -393,6 +393,7 @@ def test_l0_incumbent_is_resolved_until_proved_optimal(tmp_path, milp):
     assert sizes[1e-3] == sizes[30.0] < 9
 
 
+@pytest.mark.slow  # 50-65 s on 2 cores: make test-slow
 def test_pace_beats_prune_with_generated_trees_on_compas(tmp_path):
     """A bundled configuration where generation pays: compas, RF 100 x depth 2 (the
     harness's seed-0 model and 80 % split), eta = 0, delta = 0.2. Prune-only proves 7
