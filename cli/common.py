@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 
 from pace_cert.cert.words import feature_list
-from pace_cert.errors import PaceError
+from pace_cert.errors import PaceError, exit_code_of
 
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one machine-readable JSON object.")]
@@ -56,15 +56,15 @@ def run_command(fn: Callable[[], int], debug: bool) -> None:
         if debug:
             traceback.print_exc()
         typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(e.exit_code) from None
-    except KeyboardInterrupt:
+        raise typer.Exit(exit_code_of(e)) from None
+    except KeyboardInterrupt as e:
         typer.echo("interrupted", err=True)
-        raise typer.Exit(130) from None
+        raise typer.Exit(exit_code_of(e)) from None
     except Exception as e:  # an internal error, not the user's input
         if debug:
             traceback.print_exc()
         typer.echo(f"internal error: {type(e).__name__}: {e} (rerun with --debug)", err=True)
-        raise typer.Exit(4) from None
+        raise typer.Exit(exit_code_of(e)) from None
     raise typer.Exit(code)
 
 

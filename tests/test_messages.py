@@ -15,6 +15,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pace_cert.cli.main import app
+from pace_cert.errors import Inconclusive, InputError, Refuted, exit_code_of
 
 runner = CliRunner()
 SEEDS = ("seeds", "rf", 10, 2)
@@ -87,3 +88,20 @@ def test_inspect_into_a_pipe_closed_after_the_first_line_exits_0(zoo_model, as_j
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 0, err
     assert first.strip() and "internal error" not in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "error, code",
+    [
+        (InputError("model.onnx", "not an ONNX file"), 3),
+        (Refuted("a counterexample"), 1),
+        (Inconclusive("time"), 2),
+        (KeyboardInterrupt(), 130),
+        (SystemExit(143), 143),
+        (RuntimeError("boom"), 4),
+    ],
+)
+def test_one_exit_code_map_for_the_cli_and_frontier_json(error, code):
+    """``exit_code_of`` is what ``run_command`` exits with and what frontier.json
+    records when an error ends a frontier."""
+    assert exit_code_of(error) == code
