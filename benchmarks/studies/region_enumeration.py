@@ -40,7 +40,7 @@ from benchmarks.studies.pruning_bound import ROOT, header
 from pace_cert.budget import Budget
 from pace_cert.cert.pruning_check import leaf_table
 from pace_cert.driver.state import RunState
-from pace_cert.master.pruning_bound import margin_row_index
+from pace_cert.master.rows import distinct_rows, margin_rows
 from pace_cert.model.ensemble import FlatForest
 from pace_cert.region.masks import region_mask
 from pace_cert.settings import CompressConfig
@@ -82,18 +82,14 @@ def region_patterns(dataset: str, n: int, max_cells: float):
 
 
 def margin_matrix(orig, X: np.ndarray) -> tuple[np.ndarray, int]:
-    """Distinct margin rows [tree columns, then class offsets] of the points and the
-    number of trees."""
+    """Distinct margin rows of the points (:func:`pace_cert.master.rows.margin_rows`)
+    with a column for every class offset, class 0's included (``margin_rows`` fixes it
+    at 0; each row's offset part sums to 0, so its column is minus the others' sum), and
+    the number of trees."""
     H = leaf_table(orig.trees, X)
-    y0 = orig.predict_index(X)
-    _n, T, K = H.shape
-    pi, pk = margin_row_index(y0, K)
-    B = np.zeros((len(pi), K))
-    B[np.arange(len(pi)), y0[pi]] = 1.0
-    B[np.arange(len(pi)), pk] = -1.0
-    M = np.hstack([H[pi, :, y0[pi]] - H[pi, :, pk], B])
-    _u, first = np.unique(np.round(M, 12), axis=0, return_index=True)
-    return M[np.sort(first)], T
+    A = distinct_rows(margin_rows(H, orig.predict_index(X)))
+    T = H.shape[1]
+    return np.hstack([A[:, :T], -A[:, T:].sum(axis=1, keepdims=True), A[:, T:]]), T
 
 
 def row_generation(M: np.ndarray, T: int, args) -> list[dict]:
