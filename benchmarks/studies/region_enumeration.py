@@ -138,6 +138,24 @@ def row_generation(M: np.ndarray, T: int, args) -> list[dict]:
     return trace
 
 
+def case_notes(dataset: str, n: int, counts: dict, n_rows: int, enum_s: float) -> list[str]:
+    """The report lines on the case's enumeration and the paper's prune-only size."""
+    paper = pv.pruning_table("rf", dataset, n, "prune")
+    return [
+        f"- domain cells {counts['cells']:.0f}, in the region {counts['region cells']}, "
+        f"distinct leaf patterns {counts['patterns']}, margin rows {n_rows} "
+        f"({enum_s:.0f} s, one thread)",
+        f"- the paper's prune-only size: {paper.S if paper is not None else '--'}",
+    ]
+
+
+def write_report(path: str, lines: list[str]) -> None:
+    """Write the markdown ``lines`` to ``path`` and print them."""
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--case", default="seeds-50", help="DATASET-N (a Table 2 forest)")
@@ -153,16 +171,12 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     orig, X, counts = region_patterns(dataset, int(n), args.max_cells)
     enum_s = time.perf_counter() - t0
-    paper = pv.pruning_table("rf", dataset, int(n), "prune")
     M, T = margin_matrix(orig, X) if X is not None else (np.zeros((0, 0)), 0)
     lines = header(
         f"Every cell of the region: {args.case}",
         "python -m benchmarks.studies.region_enumeration " + " ".join(sys.argv[1:]),
         harness.git_revision(ROOT),
-        [f"- domain cells {counts['cells']:.0f}, in the region {counts['region cells']}, "
-         f"distinct leaf patterns {counts['patterns']}, margin rows {len(M)} "
-         f"({enum_s:.0f} s, one thread)",
-         f"- the paper's prune-only size: {paper.S if paper is not None else '--'}",
+        [*case_notes(dataset, int(n), counts, len(M), enum_s),
          "- the MILP: gurobipy, one thread, seed 0 (the 2 threads above are not used here)"],
         ("solve", "support (trees)", "MILP bound", "optimal", "MILP rows",
          "rows of all patterns broken", "s"),
@@ -173,9 +187,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"| {i} | {r['support']} | {r['bound']} | {r['optimal']} | {r['rows']} | "
                 f"{r['broken']} | {r['s']:.0f} |"
             )
-    with open(args.out, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_report(args.out, lines)
     return 0
 
 

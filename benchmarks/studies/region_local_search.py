@@ -34,9 +34,13 @@ import numpy as np
 from scipy.optimize import linprog
 
 from benchmarks import harness
-from benchmarks.harness import paper_values as pv
 from benchmarks.studies.pruning_bound import ROOT, header
-from benchmarks.studies.region_enumeration import margin_matrix, region_patterns
+from benchmarks.studies.region_enumeration import (
+    case_notes,
+    margin_matrix,
+    region_patterns,
+    write_report,
+)
 
 #: normalised margin a support must keep on every pattern (weights sum to 1)
 RHO = 1e-7
@@ -140,15 +144,11 @@ def main(argv: list[str] | None = None) -> int:
     t1 = time.perf_counter()
     S = greedy(active.rho, T, trace, t1)
     S, done = swaps(active.rho, T, S, trace, t1, args.seconds)
-    paper = pv.pruning_table("rf", dataset, int(n), "prune")
     lines = header(
         f"Local search over every cell of the region: {args.case}",
         "python -m benchmarks.studies.region_local_search " + " ".join(sys.argv[1:]),
         harness.git_revision(ROOT),
-        [f"- domain cells {counts['cells']:.0f}, in the region {counts['region cells']}, "
-         f"distinct leaf patterns {counts['patterns']}, margin rows {len(M)} "
-         f"({enum_s:.0f} s, one thread)",
-         f"- the paper's prune-only size: {paper.S if paper is not None else '--'}",
+        [*case_notes(dataset, int(n), counts, len(M), enum_s),
          f"- **final support: {len(S)} trees** {sorted(S)}"
          + ("" if done else " (swaps stopped by --seconds, not all tried)")
          + f"; {active.lps} LPs, "
@@ -159,9 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in trace:
         if r["trees"] <= 30 or r["step"] != "removal":
             lines.append(f"| {r['step']} | {r['trees']} | {r['rho']:.3g} | {r['s']:.0f} |")
-    with open(args.out, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    print("\n".join(lines))
+    write_report(args.out, lines)
     return 0
 
 
