@@ -5,13 +5,14 @@ cells into leaf patterns and margin rows). Instead of an L0 MILP it runs the loc
 search a user would write with a perfect oracle:
 
 1. *greedy backward removal*: from all trees, remove the tree whose removal keeps the
-   largest normalised max-margin (weights summing to 1, class offsets in [-1, 1]) over
+   largest normalised max-margin (weights summing to 1) over
    **every** region pattern, while that margin stays above ``RHO``;
 2. *2-for-1 swaps*: from the greedy support, replace two trees by one outside tree
    whenever the max-margin over every pattern stays above ``RHO``; first improvement,
    until no swap improves.
 
-Each max-margin LP (scipy's HiGHS) runs on an *active set* of rows shared by every LP of
+Each max-margin LP (``solve_max_margin``, HiGHS; class 0's offset fixed at 0, the
+others within its bound) runs on an *active set* of rows shared by every LP of
 the search: rows any earlier solution came within its margin of are kept, violated rows
 are added until the solution meets all rows. The final support meets every pattern of
 the region with margin > ``RHO`` in float64: a benchmark statement (no CP-SAT proof, not
@@ -31,7 +32,6 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-from scipy.optimize import linprog
 
 from benchmarks import harness
 from benchmarks.studies.pruning_bound import ROOT, header
@@ -41,6 +41,7 @@ from benchmarks.studies.region_enumeration import (
     region_patterns,
     write_report,
 )
+from pace_cert.master.max_margin import solve_max_margin
 
 #: normalised margin a support must keep on every pattern (weights sum to 1)
 RHO = 1e-7
@@ -48,38 +49,28 @@ RHO = 1e-7
 ADD = 300
 
 
-def max_margin(M: np.ndarray, T: int, S: list[int], rows: np.ndarray):
-    """(rho, weights of S, offsets): max rho with M_S w + M_off b >= rho on ``rows``,
-    sum w = 1, w >= 0, b in [-1, 1]."""
-    R, k, K = M[rows], len(S), M.shape[1] - T
-    A = np.hstack([-R[:, S], -R[:, T:], np.ones((len(R), 1))])
-    c = np.zeros(k + K + 1)
-    c[-1] = -1.0
-    eq = np.zeros((1, k + K + 1))
-    eq[0, :k] = 1.0
-    bounds = [(0, None)] * k + [(-1, 1)] * K + [(None, None)]
-    r = linprog(c, A_ub=A, b_ub=np.zeros(len(R)), A_eq=eq, b_eq=[1.0], bounds=bounds,
-                method="highs")  # fmt: skip
-    return -r.fun, r.x[:k], r.x[k : k + K]
-
-
 class ActiveSet:
-    """The rows of ``M`` the LPs have needed so far; ``rho(S)`` over all rows."""
+    """The rows of ``A`` (margin rows as :func:`pace_cert.master.rows.margin_rows` gives
+    them: ``T`` tree columns, then the offsets of classes 1..K-1) the LPs have needed so
+    far; ``rho(S)`` over all rows."""
 
-    def __init__(self, M: np.ndarray, T: int, start: int = 500) -> None:
-        self.M, self.T = M, T
-        self.rows = np.argsort(M[:, :T].sum(axis=1))[: min(start, len(M))]
+    def __init__(self, A: np.ndarray, T: int, start: int = 500) -> None:
+        self.A, self.T = A, T
+        self.rows = np.argsort(A[:, :T].sum(axis=1))[: min(start, len(A))]
         self.lps = 0
 
     def rho(self, S: list[int]) -> float:
-        """The normalised max-margin of support S over every row of ``M``."""
+        """The normalised max-margin of support S over every row of ``A``
+        (:func:`pace_cert.master.max_margin.solve_max_margin` on the active rows, rows
+        the solution breaks added until it meets all)."""
+        cols = [*S, *range(self.T, self.A.shape[1])]
         while True:
             self.lps += 1
-            rho, w, b = max_margin(self.M, self.T, S, self.rows)
-            slack = self.M[:, S] @ w + self.M[:, self.T :] @ b
-            bad = np.setdiff1d(np.flatnonzero(slack < rho - 1e-6), self.rows)
+            mm = solve_max_margin(self.A[np.ix_(self.rows, cols)], len(S))
+            slack = self.A[:, cols] @ np.r_[mm.weights, mm.offsets[1:]]
+            bad = np.setdiff1d(np.flatnonzero(slack < mm.rho - 1e-6), self.rows)
             if len(bad) == 0:
-                return float(rho)
+                return mm.rho
             self.rows = np.union1d(self.rows, bad[np.argsort(slack[bad])][:ADD])
 
 
@@ -104,8 +95,6 @@ def swaps(
     ``seconds`` after ``t0``; (support, whether every swap of it was tried)."""
     improved = True
     while improved:
-        if time.perf_counter() - t0 > seconds:
-            return S, False
         improved = False
         out = [u for u in range(T) if u not in S]
         for a, b in itertools.combinations(S, 2):
@@ -140,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     M, T = margin_matrix(orig, X)
     enum_s = time.perf_counter() - t0
-    active, trace = ActiveSet(M, T), []
+    active, trace = ActiveSet(np.delete(M, T, axis=1), T), []
     t1 = time.perf_counter()
     S = greedy(active.rho, T, trace, t1)
     S, done = swaps(active.rho, T, S, trace, t1, args.seconds)
