@@ -358,6 +358,8 @@ RULES: tuple[Rule, ...] = (
         lambda o: o.ray_address,
     ),
     _count("oracle.ray_retries"),
+    _count("oracle.harvest"),
+    _seconds("oracle.harvest_seconds"),
     Rule("hooks.hang_step", lambda v: v is None or (isinstance(v, str) and v != ""), "be a step"),
     _seconds("hooks.hang_seconds"),
 )

@@ -184,3 +184,34 @@ def test_cover_reports_progress_on_long_searches():
     assert sol.optimal and sol.objective == quiet.objective
     assert len(lines) == len(cover.stats.history) >= 1  # one per master solve
     assert all(line.startswith("cover: ") and "lower bound" in line for line in lines)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_a_failing_support_is_completed_to_one_that_meets_every_row(seed, n_classes):
+    """``complete_support`` (the L0 master's repair of a big-M trickle): from any
+    support, weights that meet every row (never fewer learners than the L0 optimum,
+    never called optimal); when the support alone meets the rows, the weight put off it
+    is at most SUPPORT_COST times the support's own L1 optimum (the support's solution
+    costs that much); None when no weighting of all learners meets the rows."""
+    from pace_cert.master.l1 import SUPPORT_COST, complete_support
+    from pace_cert.master.rows import MasterSolution, meets_rows
+
+    A, T = _rows(seed, n_classes)
+    K = A.shape[1] - T + 1
+    best = solve_l0(A, T, big_m=1e4)
+    rng = np.random.default_rng(seed)
+    for size in (1, 2, max(1, round(best.objective) - 1)):
+        on = rng.choice(T, size, replace=False)
+        w = np.zeros(T)
+        w[on] = 1.0
+        bad = MasterSolution(w, np.zeros(K), float(size), None, False, "test")
+        got = complete_support(A, T, bad)
+        assert got is not None and meets_rows(A, got)
+        assert got.objective >= best.objective and not got.optimal
+        alone = solve_on_support(A, T, on)
+        if alone is not None:
+            off = np.delete(got.weights, on).sum()
+            assert off <= SUPPORT_COST * alone.weights.sum() * (1 + 1e-6) + 1e-9
+    hopeless = np.hstack([-np.abs(A[:, :T]), np.zeros((len(A), A.shape[1] - T))])
+    assert complete_support(hopeless, T, bad) is None

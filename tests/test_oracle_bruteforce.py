@@ -591,3 +591,45 @@ def test_the_pool_and_the_moves_stay_within_their_caps():
     assert size == len(PX) <= 300
     assert region_mask(original, c_o, forest, PX, dom).all()
     assert np.array_equal(Py, original.predict_index(PX))
+
+
+@pytest.mark.parametrize("schedule", ["parallel", "race"])
+def test_harvested_samples_separate_inside_the_region_with_new_leaf_patterns(schedule):
+    """``OracleSettings.harvest``: the extra samples of a pair are, like its first one,
+    inside the region (checked on the replayed grid), labelled y0 by the original (ONNX
+    replay) and within the rounding slack of a disagreement; each has a leaf pattern of
+    the original's trees that no earlier sample of the pair has (a new master row); the
+    pair statuses are those of the oracle without harvesting."""
+    harvested = 0
+    for seed in range(3):
+        X, y = small_problem(seed, n_features=3, n_classes=3)
+        m = zoo.make_model("rf", 6, 2, seed).fit(X, y)
+        model = zoo.export_onnx(m, 3)
+        original, _ = ensemble_from_model(model)
+        sess = session(model.SerializeToString())
+        idx = {c: i for i, c in enumerate(original.classes)}
+        rng = np.random.default_rng(seed)
+        for cand in candidates(original, rng):
+            dom, region, c_o = oracle_region(original, cand.trees, 0.1, None, None)
+            plain, more = (
+                SeparationOracle(
+                    dom, ScoreModel.from_ensemble(original), region,
+                    settings=OracleSettings(schedule=schedule, harvest=h),
+                ).separate(ScoreModel.from_ensemble(cand), required_margin(cand), threads=2)
+                for h in (0, 4)
+            )  # fmt: skip
+            assert [r.status for r in more] == [r.status for r in plain]
+            e_req = required_margin(cand)
+            for r in more:
+                if r.status != "FEASIBLE":
+                    assert not r.extra
+                    continue
+                P = np.array([r.point, *r.extra], np.float32)
+                assert region_mask(original, c_o, None, P, dom).all(), "outside the region"
+                assert all(idx[v] == r.y0 for v in labels(sess, P))
+                S = cand.scores(P)
+                assert np.all(S[:, r.y] - S[:, r.y0] >= -e_req - 2 * r.error_bound)
+                leaves = np.stack([t.apply(P) for t in original.trees], axis=1)
+                assert len(np.unique(leaves, axis=0)) == len(P), "a leaf pattern repeated"
+                harvested += len(r.extra)
+    assert harvested > 0  # the harvest ran

@@ -31,7 +31,7 @@ from pace_cert.master.l0_bigm import (
     solve_l0_gurobi,
 )
 from pace_cert.master.l0_cover import L0Cover
-from pace_cert.master.l1 import solve_on_support
+from pace_cert.master.l1 import complete_support, solve_on_support
 from pace_cert.master.max_margin import margin_on_support, max_margin_on_support
 from pace_cert.master.rows import MasterSolution, meets_rows, minimal_rows
 from pace_cert.model.ensemble import Tree
@@ -189,13 +189,22 @@ class L0Master:
             return self.solve(state.matrix(self.learners), budget)
         if lazy is not None and lazy.added:  # the solve's own samples are rows now
             self._said(lazy)
-        if not meets_rows(A if lazy is None or not lazy.added else lazy.rows, s):
+        rows_now = A if lazy is None or not lazy.added else lazy.rows
+        if not meets_rows(rows_now, s):
             # big-M trickle: u below the integrality tolerance counted as 0 while
             # w = u * M still carried the rows; the support is not what was solved.
-            # The cover has no big-M: use it from now on for this master.
-            state.say("[l0] big-M MILP solution violates its rows; switching to the cover")
-            self.exact = True
-            return self.solve(state.matrix(self.learners), budget)
+            # First complete the support by an LP that prefers its trees; only when
+            # that fails, the cover (no big-M) from now on for this master.
+            done = complete_support(rows_now, n, s, budget=budget, seed=seed)
+            if done is None:
+                state.say("[l0] big-M MILP solution violates its rows; switching to the cover")
+                self.exact = True
+                return self.solve(state.matrix(self.learners), budget)
+            state.say(
+                f"[l0] big-M MILP solution violates its rows; its support of "
+                f"{round(s.objective)} completed to {round(done.objective)} by an LP"
+            )
+            s = done
         if not usable(s):
             state.say("[l0] MILP support fails its rows in float32; switching to the cover")
             self.exact = True

@@ -22,7 +22,7 @@ from pace_cert.driver.state import RunState
 from pace_cert.master.highs import OutOfTime
 from pace_cert.master.rows import MasterSolution
 from pace_cert.model.ensemble import Ensemble, Tree
-from pace_cert.oracle.score_model import ScoreModel
+from pace_cert.oracle.score_model import PairResult, ScoreModel
 from pace_cert.region.margins import own_margin, required_margin
 
 Solve = Callable[[np.ndarray], "MasterSolution | None"]
@@ -106,6 +106,7 @@ def faithful_loop(
                 sm, e_req, threads=cfg.threads, budget=budget, until_found=search.lazy_proofs
             )
         found = [r for r in results if r.status == "FEASIBLE"]
+        found += [PairResult(r.y0, r.y, "FEASIBLE", x) for r in found for x in r.extra]
         proved = sum(r.status == "INFEASIBLE" for r in results)
         if found and (climbed or any(r.seconds > 0 for r in results)):  # new ground
             found += scr.widen([r.point for r in found], sm, e_req, search.neighbours)

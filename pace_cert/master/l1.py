@@ -11,7 +11,7 @@ import numpy as np
 
 from pace_cert.budget import Budget
 from pace_cert.master.highs import INF, OutOfTime, load_highs, new_highs, run_highs
-from pace_cert.master.rows import MasterSolution
+from pace_cert.master.rows import MasterSolution, meets_rows
 
 
 def solve_l1(
@@ -151,3 +151,35 @@ def solve_on_support(
     w = np.zeros(n_learners)
     w[np.asarray(support, np.int64)] = sub.weights
     return MasterSolution(w, sub.offsets, float(np.sum(w > 0)), None, True, "support re-solve")
+
+
+#: L1 cost of a weight on the support being completed, against 1 off it
+SUPPORT_COST = 1e-3
+
+
+def complete_support(
+    A: np.ndarray,
+    n_learners: int,
+    sol: MasterSolution,
+    *,
+    budget: Budget | None = None,
+    seed: int = 0,
+) -> MasterSolution | None:
+    """Weights meeting every row of ``A`` that keep ``sol``'s support and add as few
+    other learners as an L1 solve finds: the support's weights cost ``SUPPORT_COST``,
+    the others 1 (a column scaling of problem R). For an L0 MILP whose reported support
+    fails its rows (big-M trickle). None when problem R itself is infeasible or the
+    completion fails the rows; not optimal (an upper bound on the L0 optimum).
+    :class:`~pace_cert.master.highs.OutOfTime` when ``budget`` runs out first."""
+    cost = np.ones(n_learners)
+    cost[np.flatnonzero(sol.weights[:n_learners] > 0)] = SUPPORT_COST
+    scaled = np.hstack([A[:, :n_learners] / cost, A[:, n_learners:]])
+    try:
+        sub = solve_l1(scaled, n_learners, budget=budget, seed=seed)
+    except OutOfTime:
+        raise
+    except RuntimeError:
+        return None
+    w = np.maximum(sub.weights / cost, 0.0)
+    out = MasterSolution(w, sub.offsets, float(np.sum(w > 0)), None, False, "completed support")
+    return out if meets_rows(A, out) else None

@@ -404,20 +404,48 @@ class SeparationOracle:
                 res.status, res.point = "FEASIBLE", x
                 break
             res.spurious += 1  # inside the rounding slack only: exclude its leaves, go on
-            m.add_bool_or(
-                [
-                    m.get_bool_var_from_proto_index(
-                        int(
-                            self._slots[s].var_index[
-                                np.searchsorted(self._slots[s].leaves, leaves[s])
-                            ]
-                        )
-                    ).Not()
-                    for s in [*self._orig_slots, *self._plaus_slots]
-                ]
-            )
+            m.add_bool_or(self._nogood(m, leaves, [*self._orig_slots, *self._plaus_slots]))
+        if res.status == "FEASIBLE" and self.settings.harvest:
+            self._harvest(m, solver, res, leaves, deadline, race)
         res.seconds = time.perf_counter() - t0
         return res
+
+    def _nogood(self, m: cp_model.CpModel, leaves: list[int], slots: list[int]) -> list:
+        """Literals of which one must hold: some tree of ``slots`` leaves its leaf in
+        ``leaves`` (slot order)."""
+        return [
+            m.get_bool_var_from_proto_index(
+                int(self._slots[s].var_index[np.searchsorted(self._slots[s].leaves, leaves[s])])
+            ).Not()
+            for s in slots
+        ]
+
+    def _harvest(self, m, solver, res: PairResult, leaves: list[int], deadline, race) -> None:
+        """``settings.harvest`` more separating samples of the pair into ``res.extra``:
+        each solve excludes the original's leaf pattern of every sample before it, so each
+        sample is a new margin row for the master. Points outside the region (rounding
+        slack) are excluded and not kept. Stops at the first solve that finds nothing
+        (INFEASIBLE here proves nothing: the nogoods cut the space), at the deadline, or
+        when the pair's race is decided elsewhere."""
+        tries = 0
+        while len(res.extra) < self.settings.harvest and tries < 2 * self.settings.harvest:
+            tries += 1
+            m.add_bool_or(self._nogood(m, leaves, self._orig_slots))
+            cap = self.settings.harvest_seconds
+            if deadline is not None:
+                cap = min(cap, deadline - time.perf_counter())
+            if cap <= 0 or (race is not None and race.decided):
+                return
+            solver.parameters.max_time_in_seconds = cap
+            status = solver.solve(m)
+            res.solve_seconds += float(solver.wall_time)
+            if status not in (cp_model.FEASIBLE, cp_model.OPTIMAL):
+                return
+            x = self._point(solver)
+            leaves = self._leaves_at(x)
+            self._check_leaves(solver, leaves)
+            if self._in_region(res.y0, leaves):
+                res.extra.append(x)
 
     def _new_solver(self):
         """A CP-SAT solver for one attempt: ``CpSolver`` here, or its Ray stand-in

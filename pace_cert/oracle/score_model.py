@@ -4,7 +4,7 @@ outcome of one separation problem."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
 
@@ -89,3 +89,4 @@ class PairResult:
     scale_exp: int = 0
     error_bound: float = 0.0  # E_cp of the separation condition, score units
     region_error_bound: float = 0.0
+    extra: list[np.ndarray] = field(default_factory=list)  # more samples (``harvest``)

@@ -69,6 +69,11 @@ class OracleSettings:
       CPUs (the race's escalated twin included). Only with ``backend="ray"``.
     * ``ray_retries``: Ray retries of a task whose worker died or raised; after them the
       solve is UNKNOWN (never a proof).
+    * ``harvest``: after a pair's first separating sample, at most this many more from
+      the same model, each with a nogood on the original trees' leaves at the samples
+      before it (so each is a new leaf pattern of the original, a new master row);
+      every one checked against the region exactly, each solve capped at
+      ``harvest_seconds`` (0: off). Samples only add rows: never a proof.
     """
 
     cpsat_params: dict[str, object] = field(default_factory=_cpsat_params)
@@ -86,6 +91,8 @@ class OracleSettings:
     backend: str = "local"
     ray_address: str | None = None
     ray_retries: int = 2
+    harvest: int = 0
+    harvest_seconds: float = 1.0
 
     def __post_init__(self) -> None:
         if self.schedule not in SCHEDULES:
