@@ -79,6 +79,8 @@ class SearchTuning:
     ``pool_per_row``: random variants per training row in the screening pool (0: off);
     ``l1_share``: on domains too large to enumerate, of the time left, for the first L1
     loop (its vertex weightings may never converge there; elimination gets the rest);
+    ``eliminate_share``: of the time left, for elimination (the rest: the L0 loop from
+    its certified model; 1.0: elimination may use it all);
     ``eliminate_box``: elimination re-fits the kept trees' weights within this share
     of the original's (0: the original's weights, rescaled)."""
 
@@ -91,6 +93,7 @@ class SearchTuning:
     lazy_oracle: int = 0
     pool_per_row: int = 20
     l1_share: float = 0.5
+    eliminate_share: float = 1.0
     eliminate_box: float = 0.0
 
 
@@ -318,6 +321,7 @@ RULES: tuple[Rule, ...] = (
     _count("search.lazy_oracle"),
     _count("search.pool_per_row"),
     _share("search.l1_share"),
+    _share("search.eliminate_share"),
     Rule("search.eliminate_box", lambda v: _finite(v) and 0 <= v < 1, "be in [0, 1)"),
     _count("generation.max_learners"),
     _count("generation.pricing_candidates"),

@@ -179,6 +179,9 @@ class Eliminate(BaseStep):
         l1_certified = state.l1 is not None and state.l1.first_certified
         return n > 1 and not l1_certified and not state.screen.can_enumerate()
 
+    def share(self, state: RunState) -> float:
+        return state.cfg.tuning.search.eliminate_share
+
     def run(self, state: RunState, budget: Budget) -> Iterator[Offer]:
         learners = state.learners[: state.original.n_trees]
         master = _Master(state, budget)

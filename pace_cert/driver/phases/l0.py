@@ -164,8 +164,14 @@ class L0Loop(BaseStep):
         self.enriched = enriched
 
     def applies(self, state: RunState) -> bool:
+        """After a certified L1 loop; on the original trees also after one that did not
+        certify (large domains, where elimination then runs first): its last solution
+        is the warm start and the big-M reference as after a certified one, and the
+        samples it left are the L0 master's rows."""
         l1 = state.l1
-        return l1 is not None and l1.first_certified and l1.solution is not None
+        if l1 is None or l1.solution is None:
+            return False
+        return l1.first_certified or not self.enriched
 
     def share(self, state: RunState) -> float:
         pace = state.cfg.mode == "pace"
