@@ -92,7 +92,7 @@ def test_removal_margins_rank_removals_by_the_margin_the_rest_keeps():
 
 def test_the_plan_step_shrinks_after_elimination_only(tmp_path):
     """``ShrinkStep`` (after eliminate in the prune and pace plans) runs when the L1 loop
-    did not certify (no L0 loop follows), and its offers are certified and faithful."""
+    did not certify (the L0 loop then follows), and its offers are certified and faithful."""
     from pace_cert.driver.phases.shrink import ShrinkStep
     from pace_cert.driver.plans import PLANS
     from pace_cert.driver.state import L1State

@@ -61,6 +61,7 @@ class L0Master:
         self.exact = False  # the MILP failed once: the cover from now on
         self.last: MasterSolution | None = None  # the last solution (support) found
         self.again = False  # the next call re-solves the last support with more time
+        self.failed = 0  # MILP answers that failed their rows (completed by an LP)
 
     # ------------------------------------------------------------------ helpers
     def _robust(self, A: np.ndarray, sol: MasterSolution, budget: Budget) -> MasterSolution:
@@ -193,9 +194,13 @@ class L0Master:
         if not meets_rows(rows_now, s):
             # big-M trickle: u below the integrality tolerance counted as 0 while
             # w = u * M still carried the rows; the support is not what was solved.
-            # First complete the support by an LP that prefers its trees; only when
-            # that fails, the cover (no big-M) from now on for this master.
-            done = complete_support(rows_now, n, s, budget=budget, seed=seed)
+            # The first time, complete the support by an LP that prefers its trees;
+            # when that fails, or on a second failing answer, the cover (no big-M)
+            # from now on for this master.
+            self.failed += 1
+            done = None
+            if self.failed == 1:
+                done = complete_support(rows_now, n, s, budget=budget, seed=seed)
             if done is None:
                 state.say("[l0] big-M MILP solution violates its rows; switching to the cover")
                 self.exact = True

@@ -125,9 +125,10 @@ class Shrink:
 
 
 class ShrinkStep(BaseStep):
-    """Plan step after elimination (large domains, the L1 loop not certified, so no L0
-    loop and its fallbacks run): shrink the smallest certified model with max-margin
-    weights, where elimination's own weights could remove no more."""
+    """Plan step after elimination (large domains, the L1 loop not certified): shrink
+    the smallest certified model with max-margin weights, where elimination's own
+    weights could remove no more. The L0 loop runs after it with the time left
+    (decision 0019)."""
 
     name = "shrink"
 
