@@ -61,7 +61,7 @@ class L0Master:
         self.exact = False  # the MILP failed once: the cover from now on
         self.last: MasterSolution | None = None  # the last solution (support) found
         self.again = False  # the next call re-solves the last support with more time
-        self.failed = 0  # MILP answers that failed their rows (completed by an LP)
+        self.completed = False  # a MILP answer failed its rows and was completed once
 
     # ------------------------------------------------------------------ helpers
     def _robust(self, A: np.ndarray, sol: MasterSolution, budget: Budget) -> MasterSolution:
@@ -192,14 +192,14 @@ class L0Master:
             self._said(lazy)
         rows_now = A if lazy is None or not lazy.added else lazy.rows
         if not meets_rows(rows_now, s):
-            # big-M trickle: u below the integrality tolerance counted as 0 while
-            # w = u * M still carried the rows; the support is not what was solved.
-            # The first time, complete the support by an LP that prefers its trees;
-            # when that fails, or on a second failing answer, the cover (no big-M)
-            # from now on for this master.
-            self.failed += 1
+            # an incumbent found before later lazy rows (gurobipy does not re-check it),
+            # or big-M trickle (u below the integrality tolerance counted as 0 while
+            # w = u * M carried rows). The first time, complete the support by an LP
+            # that prefers its trees; when that fails, or on a second failing answer,
+            # the cover (no big-M) from now on for this master (decision 0019).
             done = None
-            if self.failed == 1:
+            if not self.completed:
+                self.completed = True
                 done = complete_support(rows_now, n, s, budget=budget, seed=seed)
             if done is None:
                 state.say("[l0] big-M MILP solution violates its rows; switching to the cover")

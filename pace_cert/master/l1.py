@@ -165,11 +165,13 @@ def complete_support(
     budget: Budget | None = None,
     seed: int = 0,
 ) -> MasterSolution | None:
-    """Weights meeting every row of ``A`` that keep ``sol``'s support and add as few
-    other learners as an L1 solve finds: the support's weights cost ``SUPPORT_COST``,
-    the others 1 (a column scaling of problem R). For an L0 MILP whose reported support
-    fails its rows (big-M trickle). None when problem R itself is infeasible or the
-    completion fails the rows; not optimal (an upper bound on the L0 optimum).
+    """Weights meeting every row of ``A`` that favour ``sol``'s support: one L1 solve
+    where the support's weights cost ``SUPPORT_COST`` and the others 1 (a column scaling
+    of problem R), so learners off the support carry at most ``SUPPORT_COST`` times the
+    support's own L1 value when the support alone meets the rows (support learners the
+    rows do not need may drop out). For an L0 MILP whose answer fails its rows. None
+    when problem R itself is infeasible or the result fails the rows; never optimal (an
+    upper bound on the L0 optimum).
     :class:`~pace_cert.master.highs.OutOfTime` when ``budget`` runs out first."""
     cost = np.ones(n_learners)
     cost[np.flatnonzero(sol.weights[:n_learners] > 0)] = SUPPORT_COST
