@@ -28,14 +28,15 @@ CASES = [(ds, n) for ds in ("cancer", "diabetes", "seeds", "spambase") for n in 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_case(dataset: str, n: int, mode: str, time_limit: float, **tuning) -> dict:
-    """One compress run of the case (``tuning``: CompressConfig fields by name)."""
+def run_case(dataset: str, n: int, mode: str, time_limit: float, progress=None, **tuning) -> dict:
+    """One compress run of the case (``tuning``: CompressConfig fields by name;
+    ``progress``: called with each progress line of the run, as ``compress -v`` shows)."""
     cfg = harness.Config(dataset, "rf", n, 2, mode, 0.1, 0.1, 0)
     prep = harness.prepare(cfg)
     settings = {"mode": mode, "eta": 0.1, "delta": 0.1, "time_limit": time_limit, "threads": 2}
     cc = CompressConfig.of(**{**settings, **tuning})
     t0 = time.perf_counter()
-    res = compress(prep.original, prep.X_train, cc)
+    res = compress(prep.original, prep.X_train, cc, progress=progress)
     seconds = time.perf_counter() - t0
     pb = res.pruning_bound
     after = res.compressed.n_trees if res.certified else n

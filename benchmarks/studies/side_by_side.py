@@ -2,8 +2,9 @@
 
 For each case (random forest, depth 2, eta = delta = 0.1, seed 0, the harness's
 preprocessing, 2 threads) one compress run per variant in this process, one after the
-other. A variant is ``NAME=JSON``: CompressConfig fields by their own names (tuning
-fields or user fields such as ``milp``), e.g. ``off='{"shrink_rounds": 0}'``. The row
+other (``-v``: with each run's progress lines). A variant is ``NAME=JSON``:
+CompressConfig fields by their own names (tuning fields or user fields such as
+``milp``), e.g. ``off='{"shrink_rounds": 0}'``. The row
 gives each run's certified size, the phase that found it and the checkable pruning
 bound its certificate states, and the paper's prune-only size. Runs with 2 threads are
 not bit-for-bit repeatable, so a difference of a tree or two can be noise.
@@ -55,10 +56,20 @@ def render(rows: list[dict], variants: list[tuple[str, dict]], command: str, com
     return "\n".join(lines) + "\n"
 
 
+def _printer(prefix: str):
+    """A progress callback printing each line after ``prefix``."""
+
+    def say(message: str) -> None:
+        print(prefix + message, flush=True)
+
+    return say
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv  # the command line, quoted in results
     ap = case_arguments("python -m benchmarks.studies.side_by_side")
     ap.add_argument("--variant", action="append", type=parse_variant, required=True)
+    ap.add_argument("-v", "--verbose", action="store_true", help="show each run's progress")
     args = ap.parse_args(argv)
     command = "python -m benchmarks.studies.side_by_side " + shlex.join(argv or [])
     commit = harness.git_revision(ROOT)
@@ -66,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     for ds, n in harness.select_cases(CASES, args.only):
         row: dict = {"dataset": ds, "n": n}
         for name, settings in args.variant:
-            row[name] = run_case(ds, n, args.mode, args.time_limit, **settings)
+            progress = _printer(f"    {ds} n{n} {name}: ") if args.verbose else None
+            row[name] = run_case(ds, n, args.mode, args.time_limit, progress, **settings)
         rows.append(row)
         said = ", ".join(f"{name} {row[name]['after']}" for name, _ in args.variant)
         print(f"{ds} n{n}: {said}", flush=True)
