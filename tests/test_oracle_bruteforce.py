@@ -42,11 +42,12 @@ def _check(
     threads=1,
     schedule="parallel",
     tree_sums="plausibility",
+    sum_links="linear",
 ):
     info = OnnxModelInfo("X", "label", "probabilities", False)
     comp_onnx = ensemble_to_onnx(cand, info).SerializeToString()
     dom, region, c_o = oracle_region(original, cand.trees, eta, forest, binary)
-    settings = OracleSettings(schedule=schedule, tree_sums=tree_sums)
+    settings = OracleSettings(schedule=schedule, tree_sums=tree_sums, sum_links=sum_links)
     oracle = SeparationOracle(dom, ScoreModel.from_ensemble(original), region, settings=settings)
     e_req = required_margin(cand)
     results = oracle.separate(ScoreModel.from_ensemble(cand), e_req, threads=threads)
@@ -370,8 +371,9 @@ def test_oracle_with_plausibility_and_binary_domain(delta):
 
 
 def test_per_tree_sums_answer_as_brute_force_and_as_the_flat_sums():
-    """The plausibility (and, with "all", every) condition posted as one integer per tree
-    gives the same statuses as the long flat sum, each checked against every cell."""
+    """The plausibility (and, with "all", every) condition posted as one integer per tree,
+    tied to its leaves by the sum alone or with value literals, gives the same statuses
+    as the long flat sum, each checked against every cell."""
     from pace_cert.region.plausibility import fit_plausibility
 
     rng = np.random.default_rng(5)  # binary features: the brute force stays small
@@ -382,16 +384,59 @@ def test_per_tree_sums_answer_as_brute_force_and_as_the_flat_sums():
     forest = fit_plausibility(X, 0.2, n_estimators=12, seed=0)
     orig_onnx = model.SerializeToString()
     statuses: dict[str, list[str]] = {}
-    for tree_sums in ("none", "plausibility", "all"):
+    encodings = [("none", "linear"), ("plausibility", "linear"), ("plausibility", "values")]
+    for tree_sums, links in [*encodings, ("all", "linear"), ("all", "values")]:
         rng = np.random.default_rng(3)  # the same candidates for each encoding
-        statuses[tree_sums] = []
+        key = f"{tree_sums}/{links}"
+        statuses[key] = []
         for cand in candidates(original, rng):
             res = _check(
-                original, orig_onnx, cand, 0.1, forest, infer_binary(X), tree_sums=tree_sums
-            )
-            statuses[tree_sums] += [r.status for r in res]
-    assert statuses["plausibility"] == statuses["none"] == statuses["all"]
-    assert {"INFEASIBLE", "FEASIBLE"} <= set(statuses["none"])  # both answers exercised
+                original, orig_onnx, cand, 0.1, forest, infer_binary(X),
+                tree_sums=tree_sums, sum_links=links,
+            )  # fmt: skip
+            statuses[key] += [r.status for r in res]
+    assert len({tuple(v) for v in statuses.values()}) == 1
+    assert {"INFEASIBLE", "FEASIBLE"} <= set(statuses["none/linear"])  # both answers
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_value_literals_keep_every_solution_of_a_tree_sum(seed):
+    """d = sum(c * z) over some leaves of a tree (exactly one leaf true, the others of
+    coefficient 0): with the value literals the (leaves, d) solutions are exactly those
+    of the sum alone, every one enumerated by CP-SAT; a mutation that drops a value's
+    literal or its leaves loses or adds solutions."""
+    from ortools.sat.python import cp_model
+
+    from pace_cert.oracle.cpsat import _value_literals
+
+    rng = np.random.default_rng(seed)
+    n_leaves = int(rng.integers(3, 8))
+    listed = sorted(rng.choice(n_leaves, int(rng.integers(1, n_leaves)), replace=False))
+    cs = [int(c) for c in rng.integers(1, 4, len(listed))]  # repeated values likely
+
+    def solutions(links: bool) -> set[tuple[int, ...]]:
+        m = cp_model.CpModel()
+        z = [m.new_bool_var(f"z{i}") for i in range(n_leaves)]
+        m.add_exactly_one(z)
+        zs = [z[i] for i in listed]
+        d = m.new_int_var_from_domain(cp_model.Domain.from_values([0, *cs]), "d")
+        m.add(d == cp_model.LinearExpr.weighted_sum(zs, cs))
+        if links:
+            _value_literals(m, d, zs, cs)
+        solver = cp_model.CpSolver()
+        solver.parameters.enumerate_all_solutions = True
+        found: set[tuple[int, ...]] = set()
+
+        class Collect(cp_model.CpSolverSolutionCallback):
+            def on_solution_callback(self) -> None:
+                found.add((*(self.value(v) for v in z), self.value(d)))
+
+        assert solver.solve(m, Collect()) == cp_model.OPTIMAL
+        return found
+
+    plain = solutions(False)
+    assert len(plain) == n_leaves  # one per leaf, d its coefficient
+    assert solutions(True) == plain
 
 
 def test_per_tree_sums_post_one_bounded_integer_per_isolation_tree():
@@ -408,7 +453,11 @@ def test_per_tree_sums_post_one_bounded_integer_per_isolation_tree():
     base = len(oracle.model.proto.constraints)
     added = {}
     for per_tree in (False, True):
-        oracle.settings = replace(oracle.settings, tree_sums="plausibility" if per_tree else "none")
+        oracle.settings = replace(
+            oracle.settings,
+            tree_sums="plausibility" if per_tree else "none",
+            sum_links="linear",
+        )
         m = oracle.model.clone()
         n_vars = len(m.proto.variables)
         oracle._post(m, slots, cond)

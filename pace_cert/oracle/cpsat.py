@@ -108,6 +108,29 @@ def reachable_paths(tree: Tree, domain: FeatureDomain) -> dict[int, list[tuple[i
     return out
 
 
+def _value_literals(
+    m: cp_model.CpModel, d: cp_model.IntVar, zs: list[cp_model.IntVar], cs: list[int]
+) -> None:
+    """Tie ``d`` = sum(cs * zs) (at most one of ``zs`` true, coefficients > 0; none true
+    means d = 0) to its values: per distinct value v a literal b <=> (d == v), and b
+    implies some leaf of value v (for v = 0: no leaf of ``zs``). Redundant, so the
+    solutions are the same; but once a value's leaves are ruled out, v leaves d's domain,
+    where bound propagation on the sum alone still counts every open leaf's value
+    (docs/decisions/0004-tree-sums.md)."""
+    by_value: dict[int, list[cp_model.IntVar]] = {}
+    for z, c in zip(zs, cs):
+        by_value.setdefault(c, []).append(z)
+    support = [(0, [z.Not() for z in zs])] + [(v, group) for v, group in by_value.items()]
+    for v, group in support:
+        b = m.new_bool_var("")
+        m.add(d == v).only_enforce_if(b)
+        m.add(d != v).only_enforce_if(b.Not())
+        if v == 0:
+            m.add_bool_and(group).only_enforce_if(b)  # d == 0: no leaf of zs
+        else:
+            m.add_bool_or(group).only_enforce_if(b)  # d == v: one of v's leaves
+
+
 def _tree_key(t: Tree) -> bytes:
     return b"|".join(a.tobytes() for a in (t.feature, t.threshold, t.left, t.right))
 
@@ -258,6 +281,8 @@ class SeparationOracle:
             d = m.new_int_var_from_domain(cp_model.Domain.from_values([0, *cs]), "")
             zs = [m.get_bool_var_from_proto_index(i) for i in ix]
             m.add(d == cp_model.LinearExpr.weighted_sum(zs, cs))  # one leaf: d is its coef
+            if self.settings.sum_links == "values":
+                _value_literals(m, d, zs, cs)
             sums.append(d)
         m.add(cp_model.LinearExpr.sum(sums) >= rhs)
 

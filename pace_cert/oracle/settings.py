@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 SCHEDULES = ("race", "parallel", "sequential")
 TREE_SUMS = ("plausibility", "all", "none")
+#: how a per-tree sum variable is tied to its leaf booleans (docs/decisions/0004-tree-sums.md)
+SUM_LINKS = ("linear", "values")
 #: where pair solves run: threads of this process, or Ray tasks (docs/decisions/0013-ray-backend.md)
 BACKENDS = ("local", "ray")
 
@@ -44,6 +46,13 @@ class OracleSettings:
       set per racing attempt instead, see ``race_linearization*``).
     * ``tree_sums``: which conditions are posted with one integer variable per tree
       ("plausibility": the isolation forest's sum; "all"; "none": one long sum each).
+    * ``sum_links``: how a per-tree variable d (``tree_sums``) is tied to its tree's
+      leaf booleans z: "linear" posts d = sum c z only, whose bound propagation sees a
+      sum of leaf values, not the one leaf; "values" adds, per distinct value v, a
+      literal b_v <=> (d == v) and b_v => (some leaf of value v), so ruling out leaves
+      removes their values from d's domain (redundant: the same solutions). Off: one
+      spambase 100 candidate's samples came 5x faster, but a 600 s run certified 91
+      trees against 81 (docs/decisions/0004-tree-sums.md, addendum).
     * ``enum_limit``: domains with at most this many allowed cells are screened on every
       cell (and hint CP-SAT from them).
     * ``max_spurious``: nogoods per pair and call (points inside the rounding slack only)
@@ -78,6 +87,7 @@ class OracleSettings:
 
     cpsat_params: dict[str, object] = field(default_factory=_cpsat_params)
     tree_sums: str = "plausibility"
+    sum_links: str = "linear"
     enum_limit: int = 300_000
     max_spurious: int = 50
     schedule: str = "race"
@@ -99,5 +109,7 @@ class OracleSettings:
             raise ValueError(f"OracleSettings.schedule must be one of {SCHEDULES}")
         if self.tree_sums not in TREE_SUMS:
             raise ValueError(f"OracleSettings.tree_sums must be one of {TREE_SUMS}")
+        if self.sum_links not in SUM_LINKS:
+            raise ValueError(f"OracleSettings.sum_links must be one of {SUM_LINKS}")
         if self.max_attempts < 1 or self.max_spurious < 0 or self.enum_limit < 0:
             raise ValueError("OracleSettings: max_attempts >= 1, max_spurious and enum_limit >= 0")
