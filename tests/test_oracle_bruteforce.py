@@ -439,6 +439,25 @@ def test_value_literals_keep_every_solution_of_a_tree_sum(seed):
     assert solutions(True) == plain
 
 
+def test_racing_attempts_cycle_through_the_race_sum_links():
+    """Attempt k of a pair (seed = oracle seed + k) posts with race_sum_links[k mod len];
+    outside the race, and with an empty cycle, every solve uses sum_links; a link that
+    is not one of SUM_LINKS is refused."""
+    X, y = small_problem(11, n_features=3, n_classes=2, n_rows=200)
+    original, _ = ensemble_from_model(zoo.export_onnx(zoo.make_model("rf", 4, 2, 0).fit(X, y), 3))
+    dom, region, _ = oracle_region(original, (), 0.0, None)
+    settings = OracleSettings(race_sum_links=("linear", "values"))
+    oracle = SeparationOracle(dom, ScoreModel.from_ensemble(original), region, seed=7,
+                              settings=settings)  # fmt: skip
+    assert [oracle._links(s) for s in (None, 7, 8, 9, 10)] == [
+        "linear", "linear", "values", "linear", "values",
+    ]  # fmt: skip
+    oracle.settings = OracleSettings(sum_links="values")
+    assert {oracle._links(s) for s in (None, 7, 8)} == {"values"}
+    with pytest.raises(ValueError):
+        OracleSettings(race_sum_links=("linear", "sums"))
+
+
 def test_per_tree_sums_post_one_bounded_integer_per_isolation_tree():
     from pace_cert.region.plausibility import fit_plausibility
 

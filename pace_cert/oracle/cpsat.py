@@ -239,7 +239,9 @@ class SeparationOracle:
             conds.append((self._plaus_slots, scale_condition(alphas, c, strict=False)))
         return conds
 
-    def _post(self, m: cp_model.CpModel, slots: list[int], cond: ScaledCondition) -> None:
+    def _post(
+        self, m: cp_model.CpModel, slots: list[int], cond: ScaledCondition, links: str = ""
+    ) -> None:
         """Post ``sum coefs * z >= rhs`` (coefficients shifted to be non-negative).
 
         A right-hand side below the smallest reachable sum is dropped (always true); one
@@ -281,10 +283,18 @@ class SeparationOracle:
             d = m.new_int_var_from_domain(cp_model.Domain.from_values([0, *cs]), "")
             zs = [m.get_bool_var_from_proto_index(i) for i in ix]
             m.add(d == cp_model.LinearExpr.weighted_sum(zs, cs))  # one leaf: d is its coef
-            if self.settings.sum_links == "values":
+            if (links or self.settings.sum_links) == "values":
                 _value_literals(m, d, zs, cs)
             sums.append(d)
         m.add(cp_model.LinearExpr.sum(sums) >= rhs)
+
+    def _links(self, seed: int | None) -> str:
+        """``sum_links`` of an attempt: the settings' outside the race (``seed`` None),
+        else racing attempt k's entry of ``race_sum_links`` (cycled; k = seed - self.seed)."""
+        cycle = self.settings.race_sum_links
+        if seed is None or not cycle:
+            return self.settings.sum_links
+        return cycle[(seed - self.seed) % len(cycle)]
 
     def _per_tree(self, slots: list[int]) -> bool:
         """Whether a condition over ``slots`` is posted with one variable per tree."""
@@ -384,7 +394,7 @@ class SeparationOracle:
             m.proto.solution_hint.values.extend(hint[1].tolist())
         region_err = 0.0
         for slots, cond in self._region_conds[y0]:
-            self._post(m, slots, cond)
+            self._post(m, slots, cond, self._links(seed))
             region_err = max(region_err, cond.error_bound)
         alphas = [
             tab[self._slots[s].leaves, y] - tab[self._slots[s].leaves, y0]

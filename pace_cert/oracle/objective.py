@@ -132,8 +132,11 @@ class ObjectiveSeparationOracle(SeparationOracle):
         finally:
             self._local.goal = None
 
-    def _post(self, m: cp_model.CpModel, slots: list[int], cond: ScaledCondition) -> None:
-        """Region conditions as in the base class; the separation one as the objective.
+    def _post(
+        self, m: cp_model.CpModel, slots: list[int], cond: ScaledCondition, links: str = ""
+    ) -> None:
+        """Region conditions as in the base class (``links`` as there); the separation
+        one as the objective.
 
         The objective keeps every leaf's integer coefficient unshifted (CP-SAT handles
         the one-leaf-per-tree offsets itself), so its value is exactly the left-hand
@@ -141,7 +144,7 @@ class ObjectiveSeparationOracle(SeparationOracle):
         """
         goal = self._goal()
         if goal is None or slots is not goal.comp_slots:
-            super()._post(m, slots, cond)
+            super()._post(m, slots, cond, links)
             return
         vars_: list[cp_model.IntVar] = []
         coefs: list[int] = []
