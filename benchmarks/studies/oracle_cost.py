@@ -39,14 +39,14 @@ def relaxed(region: RegionSpec, keep: int) -> RegionSpec:
     """``region`` with only the ``keep`` isolation trees of widest leaf range in its
     plausibility condition, the others counted at their largest leaf value: a superset
     of the region (``keep`` 0: no plausibility condition left at all)."""
+    if keep == 0:
+        return dataclasses.replace(region, plausibility=None, delta_abs=None)
     pl = region.plausibility
     leaves = [t.value[t.leaves, 0] for t in pl.trees]
     top = np.array([v.max() for v in leaves])
     width = top - np.array([v.min() for v in leaves])
     kept = np.sort(np.argsort(-width, kind="stable")[:keep])
     dropped = np.setdiff1d(np.arange(len(pl.trees)), kept)
-    if keep == 0:
-        return dataclasses.replace(region, plausibility=None, delta_abs=None)
     sub = dataclasses.replace(
         pl, trees=tuple(pl.trees[i] for i in kept), tables=tuple(pl.tables[i] for i in kept)
     )

@@ -240,7 +240,11 @@ class SeparationOracle:
         return conds
 
     def _post(
-        self, m: cp_model.CpModel, slots: list[int], cond: ScaledCondition, links: str = ""
+        self,
+        m: cp_model.CpModel,
+        slots: list[int],
+        cond: ScaledCondition,
+        links: str | None = None,
     ) -> None:
         """Post ``sum coefs * z >= rhs`` (coefficients shifted to be non-negative).
 
@@ -251,7 +255,8 @@ class SeparationOracle:
         Where ``self.tree_sums`` says so (:meth:`_per_tree`): the same integers, with one
         variable per tree holding its leaf's coefficient (domain: the tree's distinct
         coefficients) and the condition on their sum, instead of one long sum over every
-        leaf boolean.
+        leaf boolean. Each tree's variable is tied to its leaves as ``links`` says
+        (default ``settings.sum_links``; "values": :func:`_value_literals`).
         """
         terms: list[tuple[list[int], list[int]]] = []  # per tree: (leaf var indices, coefs)
         rhs = cond.rhs
@@ -393,8 +398,9 @@ class SeparationOracle:
             m.proto.solution_hint.vars.extend(hint[0].tolist())
             m.proto.solution_hint.values.extend(hint[1].tolist())
         region_err = 0.0
+        links = self._links(seed)
         for slots, cond in self._region_conds[y0]:
-            self._post(m, slots, cond, self._links(seed))
+            self._post(m, slots, cond, links)
             region_err = max(region_err, cond.error_bound)
         alphas = [
             tab[self._slots[s].leaves, y] - tab[self._slots[s].leaves, y0]
@@ -402,7 +408,7 @@ class SeparationOracle:
         ]
         c = Fraction(-e_req) - (Fraction(float(comp.base[y])) - Fraction(float(comp.base[y0])))
         sep = scale_condition(alphas, c, strict=False)
-        self._post(m, comp_slots, sep)
+        self._post(m, comp_slots, sep, links)
         res = PairResult(y0, y, "UNKNOWN", scale_exp=sep.scale_exp, error_bound=sep.error_bound)
         res.region_error_bound = region_err
         solver = self._new_solver()

@@ -133,7 +133,11 @@ class ObjectiveSeparationOracle(SeparationOracle):
             self._local.goal = None
 
     def _post(
-        self, m: cp_model.CpModel, slots: list[int], cond: ScaledCondition, links: str = ""
+        self,
+        m: cp_model.CpModel,
+        slots: list[int],
+        cond: ScaledCondition,
+        links: str | None = None,
     ) -> None:
         """Region conditions as in the base class (``links`` as there); the separation
         one as the objective.
