@@ -83,7 +83,9 @@ class SearchTuning:
     ``eliminate_share``: of the time left, for elimination (the rest: the L0 loop from
     its certified model; 1.0: elimination may use it all);
     ``eliminate_box``: elimination re-fits the kept trees' weights within this share
-    of the original's (0: the original's weights, rescaled)."""
+    of the original's (0: the original's weights, rescaled);
+    ``eliminate_oracle_seconds``: CP-SAT's time per elimination candidate, after which
+    the removal counts as not certifiable (0: the time left)."""
 
     neighbours: int = 10
     family_size: int = 0
@@ -93,9 +95,10 @@ class SearchTuning:
     lazy_screen: int = 200
     lazy_oracle: int = 0
     pool_per_row: int = 20
-    l1_share: float = 0.5
+    l1_share: float = 0.1
     eliminate_share: float = 1.0
     eliminate_box: float = 0.0
+    eliminate_oracle_seconds: float = 30.0
 
 
 @dataclass(frozen=True)
@@ -324,6 +327,7 @@ RULES: tuple[Rule, ...] = (
     _share("search.l1_share"),
     _share("search.eliminate_share"),
     Rule("search.eliminate_box", lambda v: _finite(v) and 0 <= v < 1, "be in [0, 1)"),
+    Rule("search.eliminate_oracle_seconds", lambda v: _finite(v) and v >= 0, "be >= 0"),
     _count("generation.max_learners"),
     _count("generation.pricing_candidates"),
     _count("generation.columns_per_round", 1),

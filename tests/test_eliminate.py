@@ -164,3 +164,28 @@ def test_a_removal_met_only_below_the_float32_guard_is_not_proposed_again():
         assert not set(out) & skip
         skip |= set(out)
     assert first[0] in skip and len(skip) > 1  # others were proposed after the first
+
+
+def test_a_removal_cp_sat_leaves_undecided_counts_as_refuted_and_the_others_are_tried():
+    """With no time for CP-SAT (``search.eliminate_oracle_seconds`` far below a solve),
+    every candidate the screen does not refute is undecided: nothing is certified, the
+    step halves on each, and at one tree each undecided removal joins the skipped trees
+    so the next is tried, instead of one call holding the rest of the run (a spambase
+    100 call took 222 of 600 s) or the step ending at the first undecided tree."""
+    X, y = small_problem(1, n_features=3, n_rows=200)
+    original, _ = ensemble_from_model(zoo.export_onnx(zoo.make_model("rf", 8, 2, 1).fit(X, y), 3))
+    cfg = CompressConfig.of(
+        mode="prune", eta=0.1, seed=0, time_limit=600, oracle=OracleSettings(enum_limit=0),
+        eliminate_oracle_seconds=1e-9,
+    )  # fmt: skip
+    said: list[str] = []
+    p = run_state(original, X.astype(np.float32), cfg, said.append)
+    offers = list(Eliminate().run(p, p.budget))
+    assert offers == []
+    undecided = [m for m in said if "undecided" in m]
+    one_tree = [m for m in undecided if "removing 1 of" in m]
+    assert len(one_tree) >= 2  # more than one single-tree removal was tried
+    # the step ended because every tree was tried, not at a repeated undecided proposal
+    assert p.stop_reason is not None and "left undecided by CP-SAT" in str(p.stop_reason)
+    assert "refuted again" not in str(p.stop_reason)
+    assert not p.budget.expired()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import shlex
 import sys
+import time
 
 from benchmarks import harness
 from benchmarks.harness import paper_values as pv
@@ -57,10 +58,12 @@ def render(rows: list[dict], variants: list[tuple[str, dict]], command: str, com
 
 
 def _printer(prefix: str):
-    """A progress callback printing each line after ``prefix``."""
+    """A progress callback printing each line after ``prefix`` and the seconds since
+    the callback was made (about the run's start)."""
+    start = time.monotonic()
 
     def say(message: str) -> None:
-        print(prefix + message, flush=True)
+        print(f"{prefix}{time.monotonic() - start:6.1f}s {message}", flush=True)
 
     return say
 

@@ -43,6 +43,7 @@ def faithful_loop(
     screen: bool = True,
     max_rounds: int | None = None,
     family: Family | None = None,
+    oracle_seconds: float | None = None,
 ) -> PhaseResult:
     """Solve, separate, add samples, repeat until every pair is proved.
 
@@ -56,6 +57,8 @@ def faithful_loop(
     L1 models of the generation phase, which are never output. ``screen=False``
     skips the screen (CP-SAT only): for a candidate expected to be faithful.
     ``max_rounds`` (default the master tuning's): solves before giving up uncertified.
+    ``oracle_seconds``: CP-SAT's time per round at most (None: the budget's); a round
+    it leaves undecided ends the loop uncertified with ``undecided`` set.
     A ``solve`` returning None ends the loop uncertified (``gave_up``); one raising
     :class:`~pace_cert.master.highs.OutOfTime` (its LP stopped at the budget's end)
     ends it uncertified as time running out does.
@@ -103,8 +106,9 @@ def faithful_loop(
             climbed = bool(results)
         if not results:
             results = state.oracle.separate(
-                sm, e_req, threads=cfg.threads, budget=budget, until_found=search.lazy_proofs
-            )
+                sm, e_req, threads=cfg.threads, budget=budget.cap(oracle_seconds),
+                until_found=search.lazy_proofs,
+            )  # fmt: skip
         found = [r for r in results if r.status == "FEASIBLE"]
         found += [PairResult(r.y0, r.y, "FEASIBLE", x) for r in found for x in r.extra]
         proved = sum(r.status == "INFEASIBLE" for r in results)
@@ -139,6 +143,7 @@ def faithful_loop(
                     [float(sol.weights[t]) for t in keep],
                     list(keep),
                     sol.offsets,
+                    undecided=not certified,
                 )
             )
         if _record(state, phase, it, found) == 0:

@@ -82,6 +82,7 @@ class PhaseResult:
     first_objective: float | None = None  # master value of the first round (its samples)
     gave_up: bool = False  # the master had no candidate (e.g. none within a size budget)
     stuck: bool = False  # the samples it met only below the float32 guard came back
+    undecided: bool = False  # CP-SAT neither found a sample nor proved every pair in time
     # per tree (weight, learners merged, original trees) when not from this run's pool
     sources: tuple[list[float], list[int], list[list[int]]] | None = None
 

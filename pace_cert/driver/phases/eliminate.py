@@ -8,7 +8,9 @@ trees a few at a time: the ``step`` trees whose removal keeps the smallest margi
 the samples largest (greedy, exact on the margin rows), certified by the faithful loop
 (screen, then CP-SAT). A refuted removal leaves its separating samples behind, which
 steer the next choice; after ``ROUNDS`` refutations the step halves, and at one tree
-it keeps trying removals it has not tried while one meets every sample. Every certified
+it keeps trying removals it has not tried while one meets every sample. CP-SAT gets
+``search.eliminate_oracle_seconds`` per candidate: a removal it leaves undecided counts
+as refuted (one such call took 222 of a 600 s spambase 100 run). Every certified
 removal is offered at once, so the run has a smaller certified model early. Why, and
 what else was measured: docs/decisions/0012-eliminate-on-large-domains.md.
 """
@@ -141,9 +143,12 @@ class _Master:
         # trees whose one-tree removal from ``kept`` met a sample only below the float32
         # guard: no further round can certify it, so it is not proposed again
         self.stuck: set[int] = set()
+        # trees whose one-tree removal CP-SAT left undecided in its time: not proposed
+        # again until a removal is certified
+        self.undecided: set[int] = set()
 
     def solve(self, A: np.ndarray) -> MasterSolution | None:
-        out = removal(self.state, A, self.kept, self.step, self.stuck)
+        out = removal(self.state, A, self.kept, self.step, self.stuck | self.undecided)
         if out is None:
             return None
         original = self.state.original
@@ -186,27 +191,39 @@ class Eliminate(BaseStep):
         learners = state.learners[: state.original.n_trees]
         master = _Master(state, budget)
         refuted: set[tuple[int, ...]] = set()  # one-tree removals refuted so far
+        cap = state.cfg.tuning.search.eliminate_oracle_seconds or None
         while master.step >= 1 and not budget.expired():
             res = faithful_loop(
-                state, "l0-eliminate", master.solve, learners, budget, max_rounds=ROUNDS
-            )
+                state, "l0-eliminate", master.solve, learners, budget, max_rounds=ROUNDS,
+                oracle_seconds=cap,
+            )  # fmt: skip
             if res.certified and res.model is not None:
-                master.kept, master.stuck = master.proposed, set()
+                master.kept, master.stuck, master.undecided = master.proposed, set(), set()
                 state.say(f"[eliminate] certified {res.model.n_trees} trees (step {master.step})")
                 yield Offer(res, "eliminate")
                 continue
+            if res.undecided and not budget.expired():
+                gone, kept = len(master.kept) - len(master.proposed), len(master.kept)
+                state.say(
+                    f"[eliminate] CP-SAT left removing {gone} of its {kept} trees undecided"
+                    + ("" if cap is None else f" in {cap:g} s")
+                    + "; counted as refuted"
+                )
             if master.step > 1:
                 master.step //= 2
                 continue
-            if res.stuck:  # this removal cannot be certified: try the others
-                master.stuck |= set(master.kept) - set(master.proposed)
+            if res.stuck or res.undecided:  # this removal cannot be certified: try the others
+                gone = set(master.kept) - set(master.proposed)
+                (master.stuck if res.stuck else master.undecided).update(gone)
                 continue
             # one tree at a time: the refutations' samples steer the next choice, so
             # keep trying while some removal still meets every sample and is new
             proposal = tuple(master.proposed)
             if res.gave_up or proposal in refuted:
-                kept, stuck = len(master.kept), len(master.stuck)
-                below = f" ({stuck} met a sample only below the float32 guard)" if stuck else ""
+                kept, stuck, open_ = len(master.kept), len(master.stuck), len(master.undecided)
+                skipped = [f"{stuck} met a sample only below the float32 guard"] if stuck else []
+                skipped += [f"{open_} left undecided by CP-SAT"] if open_ else []
+                below = f" ({'; '.join(skipped)})" if skipped else ""
                 state.record_stop(
                     self.name,
                     f"no removal of one more of its {kept} trees meets every sample{below}"
