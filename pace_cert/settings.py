@@ -84,8 +84,9 @@ class SearchTuning:
     its certified model; 1.0: elimination may use it all);
     ``eliminate_box``: elimination re-fits the kept trees' weights within this share
     of the original's (0: the original's weights, rescaled);
-    ``eliminate_oracle_seconds``: CP-SAT's time per elimination candidate, after which
-    the removal counts as not certifiable (0: the time left)."""
+    ``eliminate_oracle_seconds``: CP-SAT's time per separation round of an elimination
+    candidate; a round it leaves undecided counts the removal as refuted (0: no cap,
+    the time left)."""
 
     neighbours: int = 10
     family_size: int = 0
