@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pace_cert.oracle.settings import BACKENDS, SUM_LINKS, OracleSettings, ray_address_ok
+from pace_cert.oracle.settings import BACKENDS, OracleSettings, ray_address_ok
 
 MODES = ("pace", "prune", "generate")
 CHOICES: dict[str, tuple[str, ...]] = {
@@ -28,7 +28,6 @@ CHOICES: dict[str, tuple[str, ...]] = {
     "milp": ("auto", "cover", "highs", "gurobi"),
     "l0.fallback": ("grow", "reweight"),
     "oracle.backend": BACKENDS,
-    "oracle.sum_links": SUM_LINKS,
 }
 MAX_SEED = 2**31 - 1  # CP-SAT and HiGHS take 32-bit seeds
 
@@ -354,7 +353,6 @@ RULES: tuple[Rule, ...] = (
     _count("bound.pruning_points", 1),
     _count("bound.aim_rounds"),
     _choice("oracle.backend", "--backend"),
-    _choice("oracle.sum_links"),
     Rule(
         "oracle.ray_address",
         ray_address_ok,
