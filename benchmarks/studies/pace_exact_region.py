@@ -35,20 +35,19 @@ import scipy.sparse as sp
 
 from benchmarks import harness
 from benchmarks.studies.pruning_bound import ROOT, header
-from benchmarks.studies.region_enumeration import write_report
-from pace_cert.budget import Budget
-from pace_cert.driver.state import RunState
+from benchmarks.studies.region_enumeration import (
+    domain_cells,
+    region_chunks,
+    table2_state,
+    write_report,
+)
 from pace_cert.learners.pricing import exact_depth2, gains
 from pace_cert.model.ensemble import Tree
-from pace_cert.region.masks import region_mask
-from pace_cert.settings import CompressConfig
 
 #: normalised margin (weights summing to 1) a support must keep on every region row
 RHO = 1e-7
 #: violated rows added per class pair and round, at most
 ADD = 400
-#: region cells evaluated per chunk while enumerating
-CHUNK = 200_000
 
 
 @dataclass
@@ -66,21 +65,11 @@ class Region:
 def enumerate_region(dataset: str, n: int, max_cells: float):
     """(original, feature domain, Region) of a Table 2 forest (harness preprocessing,
     eta = delta = 0.1); Region None when the domain has more than ``max_cells`` cells."""
-    prep = harness.prepare(harness.Config(dataset, "rf", n, 2, "prune", 0.1, 0.1, 0))
-    cfg = CompressConfig.of(mode="prune", eta=0.1, delta=0.1, time_limit=60, threads=1)
-    st = RunState.create(prep.original, prep.X_train, cfg, Budget.seconds(60), lambda _m: None)
-    dom, orig = st.domain, prep.original
-    axes = [np.flatnonzero(dom.allowed(i)) for i in range(dom.n_features)]
-    total = float(np.prod([float(len(a)) for a in axes]))
+    st = table2_state(dataset, n)
+    dom, orig, total = st.domain, st.original, domain_cells(st)
     if total > max_cells:
         return orig, dom, None
-    shape = tuple(len(a) for a in axes)
-    xs = []
-    for lo in range(0, int(total), CHUNK):
-        idx = np.unravel_index(np.arange(lo, min(int(total), lo + CHUNK)), shape)
-        X = dom.representatives(np.stack([a[i] for a, i in zip(axes, idx)], axis=1))
-        xs.append(X[region_mask(orig, st.region.margin, st.plausibility, X, dom)])
-    X = np.concatenate(xs).astype(np.float32)
+    X = np.concatenate(list(region_chunks(st))).astype(np.float32)
     where = {c.tobytes(): i for i, c in enumerate(dom.cell_index(X))}
     start = [where.get(c.tobytes(), -1) for c in dom.cell_index(st.X)]
     start_arr = np.array(sorted({i for i in start if i >= 0}), np.int64)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -51,25 +52,47 @@ EPS = 1e-5
 CHUNK = 200_000
 
 
+def table2_state(dataset: str, n: int) -> RunState:
+    """The run state of a Table 2 forest (harness preprocessing, eta = delta = 0.1):
+    its original, feature domain, region and training samples."""
+    prep = harness.prepare(harness.Config(dataset, "rf", n, 2, "prune", 0.1, 0.1, 0))
+    cfg = CompressConfig.of(mode="prune", eta=0.1, delta=0.1, time_limit=60, threads=1)
+    return RunState.create(prep.original, prep.X_train, cfg, Budget.seconds(60), lambda _m: None)
+
+
+def domain_cells(st: RunState) -> float:
+    """How many cells the state's feature domain has."""
+    return float(np.prod([float(v) for v in _axis_sizes(st)]))
+
+
+def _axis_sizes(st: RunState) -> list[int]:
+    return [int(st.domain.allowed(i).sum()) for i in range(st.domain.n_features)]
+
+
+def region_chunks(st: RunState) -> Iterator[np.ndarray]:
+    """Every domain cell's representative inside the region, ``CHUNK`` cells at a time
+    (float32 [m, n_features] per chunk, cells in row-major order)."""
+    dom, orig = st.domain, st.original
+    axes = [np.flatnonzero(dom.allowed(i)) for i in range(dom.n_features)]
+    shape = tuple(len(a) for a in axes)
+    total = int(np.prod([float(v) for v in shape]))
+    for start in range(0, total, CHUNK):
+        idx = np.unravel_index(np.arange(start, min(total, start + CHUNK)), shape)
+        X = dom.representatives(np.stack([a[i] for a, i in zip(axes, idx)], axis=1))
+        yield X[region_mask(orig, st.region.margin, st.plausibility, X, dom)]
+
+
 def region_patterns(dataset: str, n: int, max_cells: float):
     """(original, one float32 point per distinct leaf pattern of the region's cells,
     counts dict); None points when the domain has more than ``max_cells`` cells."""
-    prep = harness.prepare(harness.Config(dataset, "rf", n, 2, "prune", 0.1, 0.1, 0))
-    cfg = CompressConfig.of(mode="prune", eta=0.1, delta=0.1, time_limit=60, threads=1)
-    st = RunState.create(prep.original, prep.X_train, cfg, Budget.seconds(60), lambda _m: None)
-    dom, orig = st.domain, prep.original
-    axes = [np.flatnonzero(dom.allowed(i)) for i in range(dom.n_features)]
-    total = float(np.prod([float(len(a)) for a in axes]))
+    st = table2_state(dataset, n)
+    orig = st.original
+    total = domain_cells(st)
     counts = {"cells": total, "region cells": 0, "patterns": 0}
     if total > max_cells:
         return orig, None, counts
-    shape = tuple(len(a) for a in axes)
     forest, keys, points = FlatForest.of(orig.trees), [], []
-    for start in range(0, int(total), CHUNK):
-        flat = np.arange(start, min(int(total), start + CHUNK))
-        idx = np.unravel_index(flat, shape)
-        X = dom.representatives(np.stack([a[i] for a, i in zip(axes, idx)], axis=1))
-        X = X[region_mask(orig, st.region.margin, st.plausibility, X, dom)]
+    for X in region_chunks(st):
         counts["region cells"] += len(X)
         key = np.c_[forest.apply(X), orig.predict_index(X)].astype(np.int32)
         _u, first = np.unique(key, axis=0, return_index=True)
