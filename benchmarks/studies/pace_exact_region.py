@@ -25,6 +25,7 @@ beside the certified pruning minimum of the same forest.
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 import time
 from dataclasses import dataclass, field
@@ -53,7 +54,8 @@ ADD = 400
 @dataclass
 class Region:
     """Every region cell's representative ``X`` (float32 [N, F]) with the original's
-    label ``y`` (int [N]); ``start``: indices of the cells holding the training rows."""
+    label ``y`` (int [N]); ``start``: indices of the cells holding the training rows;
+    ``n_cells``: the domain's cells, inside the region or not; ``n_classes``: K."""
 
     X: np.ndarray
     y: np.ndarray
@@ -205,60 +207,58 @@ def price(rows: Rows, duals: np.ndarray, dom) -> tuple[Tree | None, float]:
     return (None, 0.0) if best is None else (best.tree, 1.0 - best.reduced_cost)
 
 
+def _note(trace: list[dict], step: str, pool: Pool, S: list[int], value: float, t0: float):
+    """One row of the report's table: ``S``'s size and generated share at a step."""
+    trace.append({"step": step, "trees": len(S), "generated": pool.n_generated(S),
+                  "value": value, "s": time.perf_counter() - t0})  # fmt: skip
+
+
 def backward(rows: Rows, cols: list[int], trace: list[dict], label: str, t0: float) -> list[int]:
     """Greedy removal from ``cols``: the tree of smallest weight whose removal keeps a
     margin above ``RHO`` on every region row, until none can go."""
-    pool = rows.pool
-    _rho, w = max_margin(rows, cols)
+    rho, w = max_margin(rows, cols)
     if w is None:
         return cols
     cur, failed = list(cols), set()
     while True:
         if any(w[t] <= 0 for t in cur):  # trees without weight go at once: same margin
             cur = [t for t in cur if w[t] > 0]
-            trace.append({"step": label + ", weightless trees", "trees": len(cur),
-                          "generated": pool.n_generated(cur), "value": _rho,
-                          "s": time.perf_counter() - t0})  # fmt: skip
+            _note(trace, label + ", weightless trees", rows.pool, cur, rho, t0)
         for t in sorted((c for c in cur if c not in failed), key=lambda c: w[c]):
-            rho, w2 = max_margin(rows, [u for u in cur if u != t])
-            if w2 is not None:
-                cur, w, failed, _rho = [u for u in cur if u != t], w2, set(), rho
-                trace.append({"step": label, "trees": len(cur),
-                              "generated": pool.n_generated(cur), "value": rho,
-                              "s": time.perf_counter() - t0})  # fmt: skip
+            rho_t, w_t = max_margin(rows, [u for u in cur if u != t])
+            if w_t is not None:
+                cur, w, rho, failed = [u for u in cur if u != t], w_t, rho_t, set()
+                _note(trace, label, rows.pool, cur, rho, t0)
                 break
             failed.add(t)
         else:
             return cur
 
 
+def _first_swap(rows: Rows, S: list[int], deadline: float) -> tuple[list[int], float] | None:
+    """The first 2-for-1 swap of ``S`` (two of its trees for one pool tree) that keeps a
+    margin above ``RHO`` on every region row, with that margin; None when there is none
+    or ``deadline`` (perf_counter seconds) passes first."""
+    out = [u for u in range(len(rows.pool.trees)) if u not in S]
+    for a, b in itertools.combinations(S, 2):
+        rest = [u for u in S if u not in (a, b)]
+        for u in out:
+            if time.perf_counter() > deadline:
+                return None
+            rho, w = max_margin(rows, [*rest, u])
+            if w is not None:
+                return [*rest, u], rho
+    return None
+
+
 def swaps(
     rows: Rows, S: list[int], trace: list[dict], label: str, t0: float, seconds: float
 ) -> list[int]:
-    """2-for-1 swaps from ``S``: two of its trees replaced by one pool tree whenever the
-    margin stays above ``RHO`` on every region row (first improvement), until none does
-    or ``seconds`` after ``t0``."""
-    pool, improved = rows.pool, True
-    while improved and len(S) > 2:
-        improved = False
-        out = [u for u in range(len(pool.trees)) if u not in S]
-        for i, a in enumerate(S):
-            for b in S[i + 1 :]:
-                rest = [u for u in S if u not in (a, b)]
-                for u in out:
-                    if time.perf_counter() - t0 > seconds:
-                        return S
-                    rho, w = max_margin(rows, [*rest, u])
-                    if w is not None:
-                        S, improved = [*rest, u], True
-                        trace.append({"step": label, "trees": len(S),
-                                      "generated": pool.n_generated(S), "value": rho,
-                                      "s": time.perf_counter() - t0})  # fmt: skip
-                        break
-                if improved:
-                    break
-            if improved:
-                break
+    """2-for-1 swaps from ``S`` (first improvement) until none keeps a margin, or
+    ``seconds`` after ``t0``."""
+    while len(S) > 2 and (swap := _first_swap(rows, S, t0 + seconds)) is not None:
+        S, rho = swap
+        _note(trace, label, rows.pool, S, rho, t0)
     return S
 
 
@@ -287,9 +287,7 @@ def main(argv: list[str] | None = None) -> int:
         w, duals, obj = l1(rows, cols)
         support = [t for t in cols if w[t] > 1e-9]
         tree, value = price(rows, duals, dom)
-        trace.append({"step": "L1 column generation", "trees": len(support),
-                      "generated": pool.n_generated(support), "value": obj,
-                      "s": time.perf_counter() - t1})  # fmt: skip
+        _note(trace, "L1 column generation", pool, support, obj, t1)
         if tree is None or value <= 1 + 1e-6 or pool.n_generated(cols) >= args.max_generated:
             break
         pool.add(tree, True)

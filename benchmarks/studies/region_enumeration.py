@@ -60,22 +60,22 @@ def table2_state(dataset: str, n: int) -> RunState:
     return RunState.create(prep.original, prep.X_train, cfg, Budget.seconds(60), lambda _m: None)
 
 
+def _axes(st: RunState) -> list[np.ndarray]:
+    """Per feature, the indices of the cells its domain allows."""
+    return [np.flatnonzero(st.domain.allowed(i)) for i in range(st.domain.n_features)]
+
+
 def domain_cells(st: RunState) -> float:
     """How many cells the state's feature domain has."""
-    return float(np.prod([float(v) for v in _axis_sizes(st)]))
-
-
-def _axis_sizes(st: RunState) -> list[int]:
-    return [int(st.domain.allowed(i).sum()) for i in range(st.domain.n_features)]
+    return float(np.prod([float(len(a)) for a in _axes(st)]))
 
 
 def region_chunks(st: RunState) -> Iterator[np.ndarray]:
     """Every domain cell's representative inside the region, ``CHUNK`` cells at a time
     (float32 [m, n_features] per chunk, cells in row-major order)."""
-    dom, orig = st.domain, st.original
-    axes = [np.flatnonzero(dom.allowed(i)) for i in range(dom.n_features)]
+    dom, orig, axes = st.domain, st.original, _axes(st)
     shape = tuple(len(a) for a in axes)
-    total = int(np.prod([float(v) for v in shape]))
+    total = int(domain_cells(st))
     for start in range(0, total, CHUNK):
         idx = np.unravel_index(np.arange(start, min(total, start + CHUNK)), shape)
         X = dom.representatives(np.stack([a[i] for a, i in zip(axes, idx)], axis=1))
