@@ -54,9 +54,29 @@ def compress(
         str,
         typer.Option(
             help="pace (generate learners, then prune), prune (prune only), "
-            "generate (generation only)."
+            "generate (generation only), tree (one decision tree, certified in the region)."
         ),
     ] = "pace",
+    objective: Annotated[
+        str,
+        typer.Option(
+            help="What the search minimises first: trees (then leaves) or leaves (then trees)."
+        ),
+    ] = "trees",
+    learner_depth: Annotated[
+        int | None,
+        typer.Option(
+            help="Depth of the learners pace and generate create (default: the original's)."
+        ),
+    ] = None,
+    max_depth: Annotated[
+        int | None,
+        typer.Option(help="Mode tree: the tree's depth at most this (default: any)."),
+    ] = None,
+    max_leaves: Annotated[
+        int | None,
+        typer.Option(help="Mode tree: the tree's leaves at most this (default: any)."),
+    ] = None,
     time_limit: Annotated[
         float | None,
         typer.Option(help="Seconds; the best fully certified model found so far is returned."),
@@ -127,6 +147,10 @@ def compress(
         try:  # every flag checked against the settings table (pace_cert/settings.py)
             cfg = CompressConfig.of(
                 mode=mode,
+                objective=objective,
+                learner_depth=learner_depth,
+                max_depth=max_depth,
+                max_leaves=max_leaves,
                 eta=eta,
                 delta=delta,
                 time_limit=time_limit,
@@ -251,7 +275,7 @@ def _say_nothing_written(stop: Any, code: int, out: Path, seconds: float, as_jso
 def compress_summary(res: CompressOutcome, cfg: Any, model: Path) -> str:
     """What compress prints on stdout: the result, the region's coverage of the data,
     and for an unchanged original (exit 2) what that means and what to try."""
-    from pace_cert.cert.certificate import bound_lines, pruning_bound_lines
+    from pace_cert.cert.certificate import bound_lines, pruning_bound_lines, tree_lines
     from pace_cert.cert.coverage import coverage_line, missing_lines, tie_band_line
     from pace_cert.cert.words import narrowing_lines
     from pace_cert.estimate import placement
@@ -274,9 +298,11 @@ def compress_summary(res: CompressOutcome, cfg: Any, model: Path) -> str:
             "why: " + _why_unchanged(res, cfg),
             "try: " + _what_to_try(res, cfg),
         ]
-    lines += bound_lines(s, cert.original.max_depth)
+    lines += tree_lines(cert)
+    if s.single_tree is None:  # the bounds below are about ensembles of the original's depth
+        lines += bound_lines(s, cert.original.max_depth, cert.compressed.max_depth)
     lines += pruning_bound_lines(cert)
-    if res.estimate is not None:
+    if res.estimate is not None and s.single_tree is None:
         pb = s.pruning_bound.value if s.pruning_bound is not None else None
         lines.append(placement(s.trees_after if res.exit_code == 0 else None, pb, res.estimate))
     if reg.coverage is not None:

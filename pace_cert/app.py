@@ -142,7 +142,8 @@ def run_compress(
 
     def commit(res: CompressResult) -> Certificate:
         if not said and progress is not None:  # the inputs are good: before any solving
-            said.append(progress(estimate.line()))
+            # the free-pattern floor is about prunings: nothing mode tree looks for
+            said.append(progress(estimate.line()) if cfg.mode != "tree" else None)
         taken = time.perf_counter()
         files, committed, cert = render.files(res)
         final = res.stop is not None  # the run's end: its certificate says how it ended

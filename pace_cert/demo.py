@@ -59,7 +59,8 @@ def run_demo(
         f"  trees {s.trees_before} -> {s.trees_after}, leaves {s.leaves_before} -> {s.leaves_after}"
         f", {s.new_learner_share:.0%} generated, {s.seconds:.1f}s"
     )
-    for line in bound_lines(s, res.certificate.original.max_depth):
+    cert = res.certificate
+    for line in bound_lines(s, cert.original.max_depth, cert.compressed.max_depth):
         echo("  " + line)
     reg = res.certificate.region
     if reg.coverage is not None:

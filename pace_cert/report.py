@@ -274,7 +274,11 @@ def _sizes(cert: Certificate) -> str:
         )
     if s.size_lower_bound is None:
         notes.append("No size lower bound was established.")
-    elif s.certified and s.size_lower_bound >= s.trees_after:
+    elif (
+        s.certified
+        and s.size_lower_bound >= s.trees_after
+        and cert.compressed.max_depth <= depth  # the bound is about trees of depth <= depth
+    ):
         tag = (
             "<span class='tag checked'>checked</span>"
             if (s.witness_bound or 0) >= s.trees_after

@@ -19,9 +19,11 @@ from typing import Any
 
 from pace_cert.oracle.settings import BACKENDS, OracleSettings, ray_address_ok
 
-MODES = ("pace", "prune", "generate")
+MODES = ("pace", "prune", "generate", "tree")
+OBJECTIVES = ("trees", "leaves")
 CHOICES: dict[str, tuple[str, ...]] = {
     "mode": MODES,
+    "objective": OBJECTIVES,
     "binary": ("infer", "none"),
     "bounds": ("none", "data"),
     "integer": ("infer", "none"),
@@ -144,7 +146,8 @@ class PaceTuning:
     ``synth_seconds``: per synthesis solve; ``bound_seconds``: per lower-bound proof
     right after pruning; ``merge_original``: first certify the original with its shared
     splits merged; ``synth_threads``: CP-SAT workers per synthesis solve (0: the run's
-    threads)."""
+    threads); ``tree_share``: of the time left, for one tree of the learner depth
+    before pruning (0: no such step)."""
 
     prune_share: float = 1.0
     generate_share: float = 1.0
@@ -156,6 +159,7 @@ class PaceTuning:
     bound_seconds: float = 10.0
     merge_original: bool = True
     synth_threads: int = 1
+    tree_share: float = 0.25
 
 
 @dataclass(frozen=True)
@@ -172,6 +176,27 @@ class BoundTuning:
     pruning_seconds: float = 60.0
     pruning_points: int = 4000
     aim_rounds: int = 0
+
+
+@dataclass(frozen=True)
+class TreeTuning:
+    """The single tree of ``--mode tree`` (``driver/phases/single_tree.py``).
+    ``first_boxes`` / ``exact_boxes``: a node whose labelled cells span at most this
+    many sub-boxes (after merging identical slices) is solved by the exact program
+    (fewest leaves), larger ones split greedily; the first fits (until one certifies)
+    use the first limit, the improving fit after them the second; ``dense_cells``:
+    nodes whose cells span a denser grid than this go greedy without trying;
+    ``enum_cells``: a feature domain of at most this many allowed cells is enumerated,
+    so that the tree is built on every region cell (else on the known region points,
+    and the oracle's separating samples add cells); ``flood_points``: on a larger
+    domain, region points found at most by moving known ones into neighbouring cells of
+    the original's grid, before the first fit and around the samples of each round."""
+
+    first_boxes: int = 50_000
+    exact_boxes: int = 2_000_000
+    dense_cells: int = 8_000_000
+    enum_cells: int = 2_000_000
+    flood_points: int = 200_000
 
 
 @dataclass(frozen=True)
@@ -195,6 +220,7 @@ class Tuning:
     l0: L0Tuning = field(default_factory=L0Tuning)
     pace: PaceTuning = field(default_factory=PaceTuning)
     bound: BoundTuning = field(default_factory=BoundTuning)
+    tree: TreeTuning = field(default_factory=TreeTuning)
     oracle: OracleSettings = field(default_factory=OracleSettings)
     hooks: HookTuning = field(default_factory=HookTuning)
 
@@ -204,9 +230,16 @@ class CompressConfig:
     """What a compress run is asked to do (the CLI's flags) and how it is tuned.
 
     ``time_limit``: seconds for the whole run, counted from process start by the CLI
-    (from the call by the library); None: no limit. Checked against :data:`RULES`."""
+    (from the call by the library); None: no limit. ``objective``: what the search
+    minimises first, trees (then leaves) or leaves (then trees); ``learner_depth``: the
+    depth of generated learners (None: the original's); ``max_depth``, ``max_leaves``:
+    caps on the single tree of mode tree (None: none). Checked against :data:`RULES`."""
 
     mode: str = "prune"
+    objective: str = "trees"
+    learner_depth: int | None = None
+    max_depth: int | None = None
+    max_leaves: int | None = None
     eta: float = 0.0
     delta: float = 0.0
     time_limit: float | None = None
@@ -293,8 +326,18 @@ def _seconds(path: str) -> Rule:
     return Rule(path, lambda v: _finite(v) and v > 0, "be > 0")
 
 
+def _cap(path: str, flag: str, least: int = 1) -> Rule:
+    return Rule(
+        path, lambda v: v is None or (_int(v) and v >= least), f"be an integer >= {least}", flag
+    )
+
+
 RULES: tuple[Rule, ...] = (
     _choice("mode", "--mode"),
+    _choice("objective", "--objective"),
+    _cap("learner_depth", "--learner-depth"),
+    _cap("max_depth", "--max-depth", 0),
+    _cap("max_leaves", "--max-leaves"),
     Rule("eta", lambda v: _finite(v) and v >= 0, "be >= 0", "--eta"),
     Rule("delta", lambda v: _finite(v) and 0 <= v <= 1, "be in [0, 1]", "--delta"),
     Rule("time_limit", lambda v: v is None or (_finite(v) and v > 0), "be > 0", "--time-limit"),
@@ -348,10 +391,16 @@ RULES: tuple[Rule, ...] = (
     _seconds("pace.synth_seconds"),
     _seconds("pace.bound_seconds"),
     _count("pace.synth_threads"),
+    _share("pace.tree_share"),
     _share("bound.pruning_share"),
     _seconds("bound.pruning_seconds"),
     _count("bound.pruning_points", 1),
     _count("bound.aim_rounds"),
+    _count("tree.first_boxes"),
+    _count("tree.exact_boxes"),
+    _count("tree.dense_cells"),
+    _count("tree.enum_cells"),
+    _count("tree.flood_points"),
     _choice("oracle.backend", "--backend"),
     Rule(
         "oracle.ray_address",

@@ -26,6 +26,7 @@ from pace_cert.cert.certificate import (
     PruningCut,
     Region,
     Scaling,
+    SingleTree,
     Summary,
     label,
     model_summary,
@@ -210,7 +211,26 @@ def build_certificate(
             seconds=r.seconds,
             stop_reason=None if r.stop is None else str(r.stop),
             time_limit_reached=None if r.stop is None else r.stop.time_limit,
+            objective=cfg.objective,  # type: ignore[arg-type]
+            learner_depth=cfg.learner_depth,
+            single_tree=single_tree(r),
         ),
+    )
+
+
+def single_tree(r: CompressResult) -> SingleTree | None:
+    """The certificate's form of mode tree's report (None in other modes)."""
+    t = r.tree
+    if t is None:
+        return None
+    return SingleTree(
+        cells=t.cells,
+        complete=t.complete,
+        rounds=t.rounds,
+        max_depth=t.max_depth,
+        max_leaves=t.max_leaves,
+        leaves_lower_bound=t.leaves_bound,
+        none_within_caps=t.none_within_caps,
     )
 
 

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pace_cert.model.ensemble import family_of
 
-SCHEMA_VERSION = "1.6"  # 1.1: summary.size_lower_bound; 1.2: boundary witnesses (optional);
+SCHEMA_VERSION = "1.7"  # 1.1: summary.size_lower_bound; 1.2: boundary witnesses (optional);
 # 1.3: learners' merged / original_trees, history phase "merge", summary.phase "merge";
 # 1.4: history points without compressed_label (the label of an intermediate candidate,
 # which verify cannot replay), data (the training CSV's hash), region.coverage;
@@ -27,7 +27,8 @@ SCHEMA_VERSION = "1.6"  # 1.1: summary.size_lower_bound; 1.2: boundary witnesses
 # Scaler/Imputer folded into the split thresholds); 1.6: summary.pruning_bound (points,
 # cuts and multipliers verify re-checks), summary.stop_reason and
 # summary.time_limit_reached (optional), data.feature_names, region.coverage.missing
-# (rows with NaN) and summary.missing_label_changes
+# (rows with NaN) and summary.missing_label_changes; 1.7: mode "tree" (history phase
+# "tree", summary.single_tree), summary.objective and summary.learner_depth (optional)
 Label = int | str
 
 
@@ -197,7 +198,7 @@ class Scaling(_Strict):
 
 
 class HistoryPoint(_Strict):
-    phase: Literal["merge", "l1", "l0", "boost", "refit", "start"]
+    phase: Literal["merge", "l1", "l0", "boost", "refit", "start", "tree"]
     iteration: int
     y0: Label
     y: Label
@@ -279,6 +280,34 @@ class PruningBound(_Strict):
     seconds: float = Field(description="time compress spent on the bound")
 
 
+class SingleTree(_Strict):
+    """What mode tree learned about single trees in the region (schema 1.7)."""
+
+    cells: int = Field(
+        description="cells of the original's threshold grid the last tree was fit on (each "
+        "holds a region point, labelled with the original's label there)"
+    )
+    complete: bool = Field(
+        description="true when those were every cell with a region point (the domain was "
+        "enumerated); else the known region points and the separating samples"
+    )
+    rounds: int = Field(description="rounds of fit-and-separate")
+    max_depth: int | None = Field(description="the depth cap asked for (null: none)")
+    max_leaves: int | None = Field(description="the leaf cap asked for (null: none)")
+    leaves_lower_bound: int | None = Field(
+        description="stated, not re-checked by verify: no decision tree of depth <= max_depth "
+        "with fewer leaves is faithful in the region (the exact program's fewest leaves on "
+        "exact region points, on a grid with no plausibility cut inside the original's "
+        "cells); equal to the compressed model's leaves when it is the smallest. null when "
+        "not proved"
+    )
+    none_within_caps: str | None = Field(
+        default=None,
+        description="why no tree within the caps was certified ('proved: ...' when the "
+        "exact program showed that none exists); null when one was",
+    )
+
+
 class Summary(_Strict):
     certified: bool
     status: Literal["certified", "inconclusive"]
@@ -289,7 +318,8 @@ class Summary(_Strict):
         "(the original without trees no region input can notice), l1, l0, "
         "l0-grow, l0-reweighted, l0-shrink, eliminate, shrink, boost, l0-enriched, refit, synth, "
         "l0-enriched-grow, l0-enriched-reweighted, l0-enriched-shrink, l1-generated, l0-bound "
-        "(a support the pruning bound's aimed search certified) or start (the model of a "
+        "(a support the pruning bound's aimed search certified), tree (one decision tree: "
+        "mode tree, or in mode pace one learner of the learner depth) or start (the model of a "
         "frontier's enclosing rung, certified again in this region)"
     )
     trees_before: int
@@ -368,6 +398,21 @@ class Summary(_Strict):
         default=None,
         description="true when the time limit ended the run (it did not end by itself): a "
         "longer run may certify a smaller model (schema 1.6; null as for stop_reason)",
+    )
+    objective: Literal["trees", "leaves"] | None = Field(
+        default=None,
+        description="what the search minimised first: trees (then leaves) or leaves (then "
+        "trees) (schema 1.7; null in older certificates: trees)",
+    )
+    learner_depth: int | None = Field(
+        default=None,
+        description="the depth of generated learners, as asked for (null: the original's "
+        "depth, or no learner generated) (schema 1.7)",
+    )
+    single_tree: SingleTree | None = Field(
+        default=None,
+        description="mode tree: what the single-tree step learned (schema 1.7; null in "
+        "other modes)",
     )
 
 
@@ -485,10 +530,12 @@ SCALING_DERIVATION = (
 )
 
 
-def bound_lines(summary: Summary, depth: int) -> list[str]:
+def bound_lines(summary: Summary, depth: int, compressed_depth: int | None = None) -> list[str]:
     """What a run proved about the size of faithful models of depth <= ``depth`` (the
     original's), one line per lower bound (today: ``summary.size_lower_bound``); said
-    plainly when nothing useful was proved (no bound, or a bound of 1 tree)."""
+    plainly when nothing useful was proved (no bound, or a bound of 1 tree). The
+    compressed model (of depth ``compressed_depth``, default ``depth``) is called minimal
+    only when it belongs to that family."""
     b = summary.size_lower_bound
     if b is None or b <= 1:
         return [
@@ -500,10 +547,41 @@ def bound_lines(summary: Summary, depth: int) -> list[str]:
         if summary.witness_bound is not None and summary.witness_bound >= b
         else ""
     )
-    what = "minimal" if b >= summary.trees_after else "lower bound"
+    in_family = (depth if compressed_depth is None else compressed_depth) <= depth
+    what = "minimal" if b >= summary.trees_after and in_family else "lower bound"
     return [
         f"{what}: no faithful model of fewer than {b} trees of depth <= {depth} in the region{how}"
     ]
+
+
+def tree_lines(cert: Certificate) -> list[str]:
+    """Mode tree's result in words: the tree's size against the original's, whether its
+    leaf count is proved the fewest, and why no tree within the caps was certified."""
+    t, s = cert.summary.single_tree, cert.summary
+    if t is None:
+        return []
+    caps = ", ".join(
+        f"{flag} {v}" for flag, v in (("--max-depth", t.max_depth), ("--max-leaves", t.max_leaves))
+        if v is not None
+    )  # fmt: skip
+    within = f" within {caps}" if caps else ""
+    out = []
+    if s.certified and cert.compressed.trees == 1:
+        out.append(
+            f"one tree: {cert.compressed.leaves} leaves, depth {cert.compressed.max_depth} "
+            f"(the original: {cert.original.trees} trees, {cert.original.leaves} leaves, "
+            f"depth {cert.original.max_depth})"
+        )
+    b = t.leaves_lower_bound
+    if b is not None and s.certified and b >= cert.compressed.leaves:
+        out.append(f"minimal: no faithful decision tree{within} has fewer leaves in the region")
+    elif b is not None:
+        out.append(f"lower bound: no faithful decision tree{within} has fewer than {b} leaves")
+    if t.none_within_caps:
+        out.append(f"no tree{within}: {t.none_within_caps}")
+    how = "every region cell" if t.complete else "the known region points and separating samples"
+    out.append(f"tree fit on {t.cells} cells of the original's grid ({how}), {t.rounds} rounds")
+    return out
 
 
 def pruning_of(cert: Certificate) -> list[int] | None:

@@ -243,6 +243,13 @@ def _pair_problems(cert: Certificate, orig: Ensemble) -> list[str]:
     return problems
 
 
+def in_bound_family(cert: Certificate) -> bool:
+    """Whether the compressed model is one of the models the size lower bound speaks
+    of: trees of depth at most the original's (a deeper tree, e.g. mode tree's, is not
+    bound by it)."""
+    return cert.compressed.max_depth <= cert.original.max_depth
+
+
 def synthesis_part(cert: Certificate) -> int | None:
     """The part of ``summary.size_lower_bound`` above the witness bound: the trees only
     compress's CP-SAT synthesis proofs stand for (None: there is none)."""
@@ -263,7 +270,7 @@ def _bound_problems(cert: Certificate) -> list[str]:
         return problems
     if s.witness_bound is not None and b < s.witness_bound:
         problems.append("summary.size_lower_bound is below its own witness_bound")
-    if s.certified and b > cert.compressed.trees:
+    if s.certified and b > cert.compressed.trees and in_bound_family(cert):
         problems.append(
             f"summary.size_lower_bound {b} exceeds the certified model's "
             f"{cert.compressed.trees} trees"
@@ -422,7 +429,12 @@ def claim_catalog(cert: Certificate, kept: list[int] | str | None = FROM_LEARNER
                 "compress's CP-SAT synthesis proofs, which verify does not re-check",
             )
         )
-    if s.certified and s.size_lower_bound is not None and s.size_lower_bound >= s.trees_after:
+    if (
+        s.certified
+        and s.size_lower_bound is not None
+        and s.size_lower_bound >= s.trees_after
+        and in_bound_family(cert)
+    ):
         by_witnesses = (s.witness_bound or 0) >= s.trees_after
         out.append(
             Claim(

@@ -18,6 +18,7 @@ from pace_cert.driver.phases.l1 import L1Loop, L1Refresh
 from pace_cert.driver.phases.merge_original import MergeAfter, MergeFirst
 from pace_cert.driver.phases.refit import Refit
 from pace_cert.driver.phases.shrink import ShrinkStep
+from pace_cert.driver.phases.single_tree import SingleTree
 from pace_cert.driver.phases.start_from import StartFrom
 from pace_cert.driver.phases.synth import Synth, SynthBound
 from pace_cert.driver.phases.witness_bound import WitnessBound
@@ -29,12 +30,14 @@ from pace_cert.driver.step import Step
 class Plan:
     """A mode's steps. ``stop_when_minimal``: end once the best certified model is as
     small as the proved bound; ``minimal_stop``: what ``generation_stop`` then says
-    when generation has not run (None: leave it)."""
+    when generation has not run (None: leave it); ``pruning_bound``: the pruning lower
+    bound runs after the plan, on its share of the time."""
 
     mode: str
     steps: tuple[Step, ...]
     stop_when_minimal: bool = True
     minimal_stop: str | None = None
+    pruning_bound: bool = True
 
 
 PLANS: dict[str, Plan] = {
@@ -70,6 +73,7 @@ PLANS: dict[str, Plan] = {
         (
             StartFrom(),
             WitnessBound(),
+            SingleTree(learner=True),  # one tree of the learner depth, when it is faithful
             MergeFirst(),
             FreeRemoval(),
             L1Loop(),
@@ -88,5 +92,14 @@ PLANS: dict[str, Plan] = {
             Synth(),  # depth <= 2: CP-SAT synthesis of fewer trees
         ),
         minimal_stop=STOP_PROVED_MINIMAL,
+    ),
+    "tree": Plan(
+        "tree",
+        (
+            StartFrom(),  # a frontier's outer rung: its tree, certified again here
+            SingleTree(),  # one tree pure on the region's cells, certified
+        ),
+        stop_when_minimal=False,
+        pruning_bound=False,
     ),
 }

@@ -21,6 +21,14 @@ STEP_BEFORE_PLAN = "setup"
 STEP_PRUNING_BOUND = "pruning-bound"
 
 
+def size_key(model: Ensemble, objective: str) -> tuple[int, int]:
+    """What a smaller model has less of, first and second: (trees, leaves) for the
+    objective ``trees``, (leaves, trees) for ``leaves``."""
+    if objective == "leaves":
+        return model.n_leaves, model.n_trees
+    return model.n_trees, model.n_leaves
+
+
 @dataclass(frozen=True)
 class StopReason:
     """Why the run ended, in plain words: the plan ``step`` that decided it and its
@@ -92,6 +100,23 @@ class PhaseResult:
         return cls(None, [], rounds, False, gave_up=gave_up)
 
 
+@dataclass
+class TreeReport:
+    """What mode tree's step learned, for the certificate: the labelled cells of its last
+    fit (``complete``: every region cell), the rounds of the faithful loop, the caps,
+    ``leaves_bound`` (proved: no faithful tree within the depth cap has fewer leaves;
+    None: not proved) and, when no tree within the caps was found, why
+    (``none_within_caps``, "proved: ..." when the exact program showed none exists)."""
+
+    complete: bool
+    max_depth: int | None = None
+    max_leaves: int | None = None
+    cells: int = 0
+    rounds: int = 0
+    leaves_bound: int | None = None
+    none_within_caps: str | None = None
+
+
 @dataclass(frozen=True)
 class StartModel:
     """A model certified on a region around this run's (a frontier's outer rung), with
@@ -152,13 +177,18 @@ class CompressResult:
     original_trees: list[list[int]] = field(default_factory=list)  # per tree: original
     # trees (indices in the original) among them
     stop: StopReason | None = None  # why the run ended (None: before the plan ran)
+    objective: str = "trees"  # what "smaller" means: trees then leaves, or the reverse
+    tree: TreeReport | None = None  # mode tree's step, when it ran
 
     @property
     def smaller(self) -> bool:
-        """A certified model with fewer trees than the original: the only result worth
-        writing (a same-size rewrite could differ from the original outside the
-        region, e.g. at exact vote ties, and gains nothing)."""
-        return self.certified and self.compressed.n_trees < self.original.n_trees
+        """A certified model smaller than the original under the objective (fewer trees,
+        or as many with fewer leaves; or the reverse order for ``leaves``): the only
+        result worth writing (a same-size rewrite could differ from the original outside
+        the region, e.g. at exact vote ties, and gains nothing)."""
+        return self.certified and size_key(self.compressed, self.objective) < size_key(
+            self.original, self.objective
+        )
 
     def unchanged(self) -> CompressResult:
         """This run's result with the original as the compressed model, uncertified:

@@ -110,7 +110,8 @@ def compress(
     :class:`~pace_cert.errors.EmptyRegion` when no training row lies in the region."""
     if budget is None:
         budget = Budget.seconds(cfg.time_limit)
-    share = cfg.tuning.bound.pruning_share
+    plan = PLANS[cfg.mode]
+    share = cfg.tuning.bound.pruning_share if plan.pruning_bound else 0.0
     # the plan leaves the pruning bound its share of the limit
     state = RunState.create(
         original, X, cfg, budget.share(1.0 - share), progress or (lambda _m: None), plausibility
@@ -125,7 +126,7 @@ def compress(
         f"original: {original.n_trees} trees, {original.n_classes} classes; "
         f"{len(state.X)} distinct samples in the region ({state.samples_dropped} rows dropped)"
     )
-    stop = run_plan(state, PLANS[cfg.mode])
+    stop = run_plan(state, plan)
     if share > 0:
         _starting(state, STEP_PRUNING_BOUND)
         state.pruning_bound = prove_bound(state, budget)
@@ -142,7 +143,8 @@ def result(state: RunState, stop: StopReason | None = None) -> CompressResult:
 def snapshot(state: RunState) -> CompressResult:
     """The result as it stands: the smallest certified model so far, or the original."""
     best, original = state.best, state.original
-    if best is not None and (state.size_bound or 0) > best[0].model.n_trees:
+    in_family = best is not None and best[0].model.max_depth <= state.original.max_depth
+    if best is not None and in_family and (state.size_bound or 0) > best[0].model.n_trees:
         # two proofs contradict each other: one of them is wrong; write neither
         raise RuntimeError(
             f"internal error: a certified model of {best[0].model.n_trees} trees and a "
@@ -188,4 +190,6 @@ def snapshot(state: RunState) -> CompressResult:
         witnesses=list(state.witnesses.values()),
         witness_bound=state.witness_bound,
         pruning_bound=state.pruning_bound,
+        objective=state.cfg.objective,
+        tree=state.tree,
     )

@@ -23,7 +23,15 @@ from typing import Any
 import numpy as np
 
 from pace_cert.budget import Budget
-from pace_cert.driver.result import HistoryEntry, Offer, PhaseResult, StartModel, StopReason
+from pace_cert.driver.result import (
+    HistoryEntry,
+    Offer,
+    PhaseResult,
+    StartModel,
+    StopReason,
+    TreeReport,
+    size_key,
+)
 from pace_cert.errors import EmptyRegion
 from pace_cert.learners import merge
 from pace_cert.learners.pool import fold, leaf_values
@@ -122,6 +130,7 @@ class RunState:
     # a model certified on a region around this one (a frontier's outer rung): the
     # first candidate (phases/start_from.py)
     start: StartModel | None = None
+    tree: TreeReport | None = None  # mode tree's step, once it ran
 
     # ------------------------------------------------------------------ building
     @classmethod
@@ -215,8 +224,8 @@ class RunState:
         """The margin rows of ``learners`` on the samples (``master.rows.margin_rows``)."""
         H = (
             leaf_values(learners, self.X)
-            if len(self.X)
-            else np.zeros((0, len(learners), self.original.n_classes))
+            if len(self.X) and learners
+            else np.zeros((len(self.X), len(learners), self.original.n_classes))
         )
         return margin_rows(H, self.y0)
 
@@ -257,14 +266,14 @@ class RunState:
 
     # ---------------------------------------------------------------- incumbent
     def offer(self, offer: Offer) -> None:
-        """Keep the smallest certified model (trees, then leaves); ``offer.replace``
-        keeps it whatever its size."""
+        """Keep the smallest certified model (trees, then leaves; leaves first for the
+        objective ``leaves``); ``offer.replace`` keeps it whatever its size."""
         res = offer.result
         if not res.certified or res.model is None:
             return
         if self.best is not None and not offer.replace:
-            cur = self.best[0].model
-            if (cur.n_trees, cur.n_leaves) <= (res.model.n_trees, res.model.n_leaves):
+            objective = self.cfg.objective
+            if size_key(self.best[0].model, objective) <= size_key(res.model, objective):
                 return
         self.best = (res, offer.name)
         if self.on_improve is not None:
@@ -280,6 +289,11 @@ class RunState:
             self.on_bound(k)
         return True
 
+    def learner_depth(self) -> int:
+        """Depth of the learners generation creates: ``--learner-depth``, else the
+        original's (at least 1)."""
+        return self.cfg.learner_depth or max(1, self.original.max_depth)
+
     def best_size(self) -> int | None:
         """Trees of the smallest certified model so far (None: nothing certified)."""
         return None if self.best is None else self.best[0].model.n_trees
@@ -287,7 +301,11 @@ class RunState:
     def minimal(self) -> bool:
         """The best certified model has as few trees as the proved lower bound."""
         size = self.best_size()
-        return size is not None and self.size_bound is not None and self.size_bound >= size
+        if size is None or self.size_bound is None or self.best is None:
+            return False
+        # the bound speaks of trees of the original's depth: a deeper model is not bound
+        in_family = self.best[0].model.max_depth <= self.original.max_depth
+        return in_family and self.size_bound >= size
 
     def record_stop(self, step: str, reason: str) -> None:
         """A step or loop ended for ``reason`` (plain words): the run's stop reason if

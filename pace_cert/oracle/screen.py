@@ -197,6 +197,13 @@ class Screen:
     def pool_size(self) -> int:
         return 0 if self._pool is None else len(self._pool[0])
 
+    def pool_points(self) -> tuple[np.ndarray, np.ndarray]:
+        """The pool's points (float32) and the original's labels there (clearly inside
+        the region by float64 with a slack; re-check exactly before relying on it)."""
+        if self._pool is None:
+            return np.zeros((0, self.domain.n_features), np.float32), np.zeros(0, np.int64)
+        return self._pool
+
     def screen(self, compressed: ScoreModel, e_req: float, per_pair: int = 25) -> list[PairResult]:
         """Cheap pre-search: every cell on small domains (:meth:`enumerate_separation`),
         else the sample pool. Finds separating samples only; it never proves anything."""

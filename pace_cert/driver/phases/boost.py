@@ -25,7 +25,7 @@ from pace_cert.master.rows import MasterSolution
 
 def boost_support(state: RunState, max_size: int, budget: Budget) -> PhaseResult:
     """The faithful loop on boosting's support of at most ``max_size`` learners."""
-    depth = max(1, state.original.max_depth)
+    depth = state.learner_depth()
     keep = [] if state.best is None else list(state.best[0].keep)
     starts: list[int | None] = [None, *keep[: state.cfg.tuning.pace.boost_restarts]]
 

@@ -33,7 +33,7 @@ def generate(
     the last L1 result and solution; sets ``state.stats.pricing`` and ``.stop``."""
     cfg = state.cfg
     gen = cfg.tuning.generation
-    depth = max(1, state.original.max_depth)
+    depth = state.learner_depth()
     k = state.original.n_classes
     kind = "exact" if depth <= 2 else "heuristic"
     stop = "learner limit"

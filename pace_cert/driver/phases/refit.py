@@ -81,7 +81,7 @@ def refit_partitions(state: RunState, max_size: int, budget: Budget) -> PhaseRes
             trees.append(t)
     n_best = len({refit.partition_key(t) for t in best})
     splits = refit.pool_splits(trees, state.domain.thresholds)
-    depth = max(1, state.original.max_depth)
+    depth = state.learner_depth()
     tried: set[bytes] = set()
 
     def pending(chosen: list[Tree]) -> bool:

@@ -1,0 +1,228 @@
+"""Step (mode tree): one decision tree, certified faithful in the region.
+
+The faithful loop with a tree builder as its master: each round fits a tree pure on the
+labelled forest cells (:mod:`pace_cert.learners.region_cells`: every region cell when
+the domain can be enumerated; else the cells of the known region points, of the region
+points found next to them, and of every separating sample so far) with
+:func:`pace_cert.learners.region_tree.fit_cell_tree`, and the oracle certifies it or
+returns separating samples, whose cells (and the region cells next to them) join the
+next fit: counterexample-guided. The tree splits on the original's own thresholds, its
+leaves one-hot; the certificate's proof is CP-SAT's, as for every other model.
+
+Two passes: quick fits (the exact program only on small nodes, ``tree.first_boxes``)
+until one certifies, then, with the time left, a fit with the exact program on every
+node of at most ``tree.exact_boxes`` sub-boxes, certified the same way and kept when it
+has fewer leaves.
+
+When a fit is the exact program's at its root and its cells are exact region points on
+a grid no finer than the original's (no plausibility thresholds), its leaf count is a
+lower bound for every faithful tree within the depth cap: a faithful tree is pure on
+those points, and any split of them is one of the original's cuts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+
+from pace_cert.budget import Budget
+from pace_cert.driver.loop import faithful_loop
+from pace_cert.driver.result import Offer, PhaseResult, TreeReport
+from pace_cert.driver.state import RunState
+from pace_cert.driver.step import BaseStep
+from pace_cert.learners.pool import fold
+from pace_cert.learners.region_cells import (
+    ForestGrid,
+    flood_fill,
+    region_cells,
+    region_points,
+)
+from pace_cert.learners.region_tree import CellTree, NoTreeWithinCaps, fit_cell_tree
+from pace_cert.master.rows import MasterSolution
+from pace_cert.model.ensemble import Ensemble
+
+
+def known_points(state: RunState) -> tuple[np.ndarray, np.ndarray]:
+    """Region points known so far: the samples and the screening pool's points that are
+    exactly inside the region (float32 rows, the original's class indices)."""
+    state.ensure_pool()
+    PX, _ = state.screen.pool_points()
+    PX, Py = region_points(state.original, state.region.margin, state.plausibility, PX)
+    return np.vstack([state.X, PX]), np.concatenate([state.y0, Py]).astype(np.int64)
+
+
+def bound_holds(state: RunState, grid: ForestGrid) -> bool:
+    """Whether a tree's fewest leaves on exact region cells bounds every faithful tree:
+    every domain threshold is one of the original's (no plausibility cuts inside a
+    forest cell), so every split of the points is one the exact program considers."""
+    return all(np.isin(d, g).all() for d, g in zip(state.domain.thresholds, grid.thresholds))
+
+
+class TreeSearch:
+    """The labelled cells of one run and the fits on them (see the module docstring)."""
+
+    def __init__(self, state: RunState, budget: Budget, max_depth: int | None) -> None:
+        self.state, self.budget, self.max_depth = state, budget, max_depth
+        cfg = state.cfg
+        self.tuning = cfg.tuning.tree
+        self.grid = ForestGrid.of(state.original)
+        known = known_points(state)
+        self.cells = region_cells(
+            state.original,
+            self.grid,
+            state.domain,
+            state.region.margin,
+            state.plausibility,
+            known,
+            self.tuning.enum_cells,
+        )
+        self.flooded = 0  # samples whose neighbourhood was flooded already
+        self.provable = bound_holds(state, self.grid)
+        self.report = TreeReport(
+            complete=self.cells.complete, max_depth=max_depth, max_leaves=cfg.max_leaves
+        )
+        if not self.cells.complete:
+            self._flood(known[0])
+        state.say(
+            f"[tree] {len(self.cells)} labelled cells of the original's threshold grid"
+            + (" (every region cell)" if self.cells.complete else " (known region points)")
+        )
+
+    def _flood(self, X: np.ndarray) -> None:
+        """Label the region cells next to those of the points ``X`` (not complete)."""
+        s = self.state
+        P, y = flood_fill(
+            s.original, self.grid, s.domain, s.region.margin, s.plausibility, X,
+            self.tuning.flood_points, self.budget.share(0.2).expired, known=self.cells,
+        )  # fmt: skip
+        self.cells.add_points(P, y)
+
+    def fit(self, exact_boxes: int) -> CellTree | None:
+        """A tree pure on the labelled cells (the samples' cells added, their
+        neighbourhood flooded first); None when none within the caps (the reason is
+        recorded)."""
+        s, cfg = self.state, self.state.cfg
+        if not self.cells.complete and len(s.X) > self.flooded:
+            self._flood(s.X[self.flooded :])
+        self.flooded = len(s.X)
+        self.cells.add_points(s.X, s.y0)
+        coords, labels = self.cells.arrays()
+        self.report.cells = len(labels)
+        try:
+            ct = fit_cell_tree(
+                coords,
+                labels,
+                s.original.n_classes,
+                max_depth=self.max_depth,
+                exact_boxes=exact_boxes,
+                dense_cells=self.tuning.dense_cells,
+                choose_cut=self.grid.choose_cut,
+                stop=self.budget.expired,
+            )
+        except NoTreeWithinCaps as e:
+            proved = e.proved and self.provable
+            self._none(("proved: " if proved else "") + str(e))
+            return None
+        if ct.exact and self.provable and ct.n_leaves > (self.report.leaves_bound or 0):
+            self.report.leaves_bound = ct.n_leaves
+        if cfg.max_leaves is not None and ct.n_leaves > cfg.max_leaves:
+            proved = ct.exact and self.provable
+            self._none(
+                f"{'proved: ' if proved else ''}the fewest leaves found is {ct.n_leaves}, "
+                f"above --max-leaves {cfg.max_leaves}"
+            )
+            return None
+        s.say(
+            f"[tree] fit: {ct.n_leaves} leaves, depth {ct.depth} on {len(labels)} cells"
+            + (" (fewest leaves: exact)" if ct.exact else "")
+        )
+        return self._guess_empty_leaves(ct, coords)
+
+    def _none(self, why: str) -> None:
+        self.report.none_within_caps = why
+        self.state.record_stop("tree", f"no tree within the caps: {why}")
+
+    def _guess_empty_leaves(self, ct: CellTree, coords: np.ndarray) -> CellTree:
+        """Leaves that hold no labelled cell may take any label on the known cells; give
+        each the original's label at a point in the middle of its box (the best guess
+        for region cells not known yet)."""
+        held = np.zeros(len(ct.feature), bool)
+        held[ct.apply(coords)] = True
+        top = np.array([len(t) for t in self.grid.thresholds])
+        empty = {leaf: box for leaf, box in ct.leaf_boxes(top).items() if not held[leaf]}
+        if not empty:
+            return ct
+        points = np.stack(
+            [self.grid.point(self.state.domain, (lo + hi) // 2) for lo, hi in empty.values()]
+        )
+        labels = self.state.original.predict_index(points)
+        return ct.relabel({leaf: int(k) for leaf, k in zip(empty, labels)})
+
+    def model(self, ct: CellTree) -> Ensemble:
+        """The cell tree as the float32 model the oracle certifies and the writer writes."""
+        K = self.state.original.n_classes
+        tree = self.grid.tree(ct.feature, ct.cut, ct.left, ct.right, ct.label, K)
+        model, _ = fold(
+            [tree],
+            np.ones(1),
+            np.zeros(K),
+            self.state.original.classes,
+            ["new"],
+            self.state.original.n_features,
+            0.0,
+        )
+        return model
+
+    def certify(self, exact_boxes: int, budget: Budget) -> PhaseResult:
+        """The faithful loop over fits with this exact-program limit."""
+        K = self.state.original.n_classes
+        last: dict[str, Ensemble] = {}
+
+        def solve(_A: np.ndarray) -> MasterSolution | None:
+            ct = self.fit(exact_boxes)
+            if ct is None:
+                return None
+            last["model"] = self.model(ct)
+            return MasterSolution(np.zeros(0), np.zeros(K), ct.n_leaves, None, ct.exact, "tree")
+
+        res = faithful_loop(
+            self.state, "tree", solve, [], budget, make=lambda _sol: (last["model"], [])
+        )
+        self.report.rounds += res.rounds
+        if res.certified and res.model is not None:
+            res.weights, res.offsets = [1.0], None
+        return res
+
+
+class SingleTree(BaseStep):
+    """Mode tree: always (after a start model, it may find a smaller tree), the depth
+    capped by ``--max-depth``. In mode pace (``learner=True``): one learner of the
+    generated family, its depth capped by ``state.learner_depth()``, on a share
+    ``pace.tree_share`` of the time, when the original has more than one tree."""
+
+    name = "tree"
+
+    def __init__(self, learner: bool = False) -> None:
+        self.learner = learner
+
+    def applies(self, state: RunState) -> bool:
+        return not self.learner or (
+            state.cfg.tuning.pace.tree_share > 0 and state.original.n_trees > 1
+        )
+
+    def share(self, state: RunState) -> float:
+        return state.cfg.tuning.pace.tree_share if self.learner else 1.0
+
+    def run(self, state: RunState, budget: Budget) -> Iterator[Offer]:
+        cap = state.learner_depth() if self.learner else state.cfg.max_depth
+        search = TreeSearch(state, budget, cap)
+        if not self.learner:  # the certificate's single-tree block is mode tree's
+            state.tree = search.report
+        tuning = state.cfg.tuning.tree
+        first = search.certify(tuning.first_boxes, budget)
+        yield Offer(first, "tree")
+        if not first.certified or first.optimal or budget.expired():
+            return  # no tree, or one the exact program found at its root
+        if tuning.exact_boxes > tuning.first_boxes:
+            yield Offer(search.certify(tuning.exact_boxes, budget), "tree")

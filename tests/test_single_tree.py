@@ -1,0 +1,139 @@
+"""Mode tree end to end: the certified tree agrees with the original, as onnxruntime
+computes both, on every cell of the region of small models (brute force over the whole
+domain); a tampered tree is refuted by verify; the caps and the leaf bound say what is
+true; a domain too large to enumerate is certified counterexample by counterexample."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+from pace_cert.driver.runner import compress
+from pace_cert.driver.state import region_domain
+from pace_cert.model.onnx_reader import read_ensemble
+from pace_cert.region.margins import region_margin
+from pace_cert.region.masks import region_mask
+from pace_cert.region.plausibility import from_json_dict
+from pace_cert.settings import CompressConfig
+
+from .test_end_to_end import copy_run, edit_cert, invoke, no_internal_error, read_rows, sha
+
+CASES = {
+    # binary features (4096 cells), the plausibility forest's cuts inside the region
+    "compas-rf10-d3-eta0.1-delta0.1": ("compas", "rf", 10, 3, "--eta", "0.1", "--delta", "0.1"),
+    # three classes, the global region: the exact program at the root
+    "seeds-rf5-d2-global": ("seeds", "rf", 5, 2),
+    # ordinal features with a confidence cut
+    "diabetes-rf4-d2-eta0.2": ("diabetes", "rf", 4, 2, "--eta", "0.2"),
+}
+
+
+def labels(path, X: np.ndarray) -> np.ndarray:
+    sess = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return np.asarray(sess.run(None, {sess.get_inputs()[0].name: X})[0]).reshape(-1)
+
+
+def every_domain_cell(run, cert: dict) -> np.ndarray:
+    """Every allowed cell of the run's domain (the original's and the plausibility
+    forest's thresholds, the inferred binary/integer features), as float32 points."""
+    original, _ = read_ensemble(run.model)
+    forest = None
+    if cert["region"]["plausibility"] is not None:
+        forest = from_json_dict(json.loads((run.out / "plausibility.json").read_text()))
+    dom = region_domain(original, read_rows(run.data), CompressConfig(), forest)
+    values = [dom.reps[f][dom.allowed(f)] for f in range(dom.n_features)]
+    assert np.prod([len(v) for v in values]) < 300_000  # a test must stay small
+    return np.array(list(itertools.product(*values)), np.float32), original, forest
+
+
+@pytest.fixture(scope="module", params=list(CASES))
+def tree_run(request, compress_run):
+    run = compress_run(*CASES[request.param][:4], "--mode", "tree", *CASES[request.param][4:])
+    assert run.exit_code == 0, (run.stdout, run.stderr)
+    return run
+
+
+def test_the_tree_agrees_on_every_region_cell(tree_run):
+    cert = json.loads((tree_run.out / "certificate.json").read_text())
+    assert cert["compressed"]["trees"] == 1 and cert["summary"]["phase"] == "tree"
+    X, original, forest = every_domain_cell(tree_run, cert)
+    eta = cert["region"]["eta"]
+    inside = region_mask(original, region_margin(original, eta), forest, X)
+    assert inside.sum() > 0
+    want = labels(tree_run.model, X[inside])
+    got = labels(tree_run.out / "compressed.onnx", X[inside])
+    assert np.array_equal(want, got)
+
+
+def test_verify_re_proves_the_tree_and_refutes_a_tampered_one(tree_run, tmp_path):
+    res = invoke("verify", tree_run.model, tree_run.out / "compressed.onnx",
+                 tree_run.out / "certificate.json")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    comp, cert_path, _ = copy_run(tree_run, tmp_path)
+    m = onnx.load(comp)
+    node = next(n for n in m.graph.node if n.op_type == "TreeEnsembleRegressor")
+    w = next(a for a in node.attribute if a.name == "target_weights")
+    ids = next(a for a in node.attribute if a.name == "target_ids")
+    k = max(ids.ints) + 1
+    values = np.array(w.floats).reshape(-1, k)
+    values[:] = values[:, ::-1]  # every leaf votes for another class (K = 2) or a rotated one
+    del w.floats[:]
+    w.floats.extend(values.ravel().tolist())
+    onnx.save(m, comp)
+    edit_cert(cert_path, lambda d: d["compressed"].__setitem__("sha256", sha(comp)))
+    res = invoke("verify", tree_run.model, comp, cert_path)
+    no_internal_error(res)
+    assert res.exit_code == 1, res.output
+
+
+def test_the_summary_says_what_the_tree_is(compress_run):
+    run = compress_run("seeds", "rf", 5, 2, "--mode", "tree")
+    cert = json.loads((run.out / "certificate.json").read_text())
+    tree = cert["summary"]["single_tree"]
+    assert tree["complete"] and tree["leaves_lower_bound"] == cert["compressed"]["leaves"]
+    out = invoke("compress", run.model, "--data", run.data, "--out", run.out.parent / "again",
+                 "--mode", "tree", "--quiet")  # fmt: skip
+    assert out.exit_code == 0, out.output
+    assert "one tree: " in out.stdout
+    assert "minimal: no faithful decision tree has fewer leaves" in out.stdout
+
+
+def test_a_depth_cap_no_tree_can_meet_is_proved_and_the_original_kept(compress_run):
+    run = compress_run("seeds", "rf", 5, 2, "--mode", "tree", "--max-depth", "1")
+    assert run.exit_code == 2, run.stdout  # three classes need two levels
+    cert = json.loads((run.out / "certificate.json").read_text())
+    assert cert["compressed"]["sha256"] == cert["original"]["sha256"]
+    why = cert["summary"]["single_tree"]["none_within_caps"]
+    assert why.startswith("proved: ")
+    assert "no tree within --max-depth 1: proved" in run.stdout
+
+
+def test_a_leaf_cap_below_the_fewest_leaves_is_proved(compress_run):
+    run = compress_run("seeds", "rf", 5, 2, "--mode", "tree", "--max-leaves", "2")
+    assert run.exit_code == 2
+    cert = json.loads((run.out / "certificate.json").read_text())
+    assert cert["summary"]["single_tree"]["none_within_caps"].startswith("proved: ")
+
+
+def test_a_large_domain_is_certified_counterexample_by_counterexample(zoo_model):
+    """With no enumeration, the tree starts from the known region points only; the
+    oracle's separating samples add cells until one certifies, faithful on every cell."""
+    model, data = zoo_model("seeds", "rf", 5, 2)
+    original, _ = read_ensemble(model)
+    X = read_rows(data)
+    cfg = CompressConfig.of(mode="tree", eta=0.1, enum_cells=1, flood_points=0)
+    res = compress(original, X, cfg)
+    assert res.certified and res.compressed.n_trees == 1
+    assert res.tree is not None and not res.tree.complete
+    dom = region_domain(original, X, cfg)
+    values = [dom.reps[f][dom.allowed(f)] for f in range(dom.n_features)]
+    P = np.array(list(itertools.product(*values)), np.float32)
+    inside = region_mask(original, region_margin(original, 0.1), None, P)
+    assert np.array_equal(
+        original.predict(P[inside]), res.compressed.predict(P[inside])
+    )
