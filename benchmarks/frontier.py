@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from benchmarks.harness.report import git_revision
-from benchmarks.realistic.__main__ import _run
+from benchmarks.procs import run_process
 from benchmarks.realistic.models import MODELS, build
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -68,7 +68,7 @@ def run_model(model, limit: float, work: Path, threads: int) -> list[Row]:
         *CLI, "frontier", str(onnx_path), "--data", str(train), "--test", str(test),
         "--out", str(out), "--time-limit", str(limit), "--threads", str(threads), "--quiet",
     ]  # fmt: skip
-    code, _out, err, wall, rss = _run(cmd, timeout=3 * limit + 120)
+    code, _out, err, wall, rss = run_process(cmd, timeout=3 * limit + 120)
     path = out / "frontier.json"
     if not path.exists():
         last = err.strip().splitlines()[-1][:120] if err.strip() else ""
@@ -82,7 +82,7 @@ def run_model(model, limit: float, work: Path, threads: int) -> list[Row]:
         if r["status"] not in ("empty region", "nothing written", "not started"):
             vcmd = [*CLI, "verify", str(onnx_path), str(d / "compressed.onnx"),
                     str(d / "certificate.json"), "--threads", str(threads)]  # fmt: skip
-            vcode, _vo, _ve, vsec, _ = _run(vcmd, timeout=1800)
+            vcode, _vo, _ve, vsec, _ = run_process(vcmd, timeout=1800)
             verify = {0: "verified", 1: "REFUTED", 2: "inconclusive"}.get(vcode, f"exit {vcode}")
         b, t = r["bounds"], r.get("test") or {}
         rows.append(

@@ -20,17 +20,15 @@ import json
 import os
 import re
 import statistics
-import subprocess
 import sys
-import tempfile
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 
 from benchmarks.harness.report import git_revision
+from benchmarks.procs import run_process
 from benchmarks.realistic.models import MODELS, build
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,29 +61,6 @@ class Row:
     note: str
 
 
-def _run(cmd: list[str], timeout: float) -> tuple[int, str, str, float, float]:
-    """(exit code, stdout, stderr, wall seconds, peak RSS in MB) of ``cmd`` in a fresh
-    process. The peak RSS is the kernel's for that child (``os.wait4``), so it counts a
-    process that ends by ``os._exit`` at its time limit too."""
-    t0 = time.perf_counter()
-    with tempfile.TemporaryFile("w+") as fo, tempfile.TemporaryFile("w+") as fe:
-        proc = subprocess.Popen(cmd, stdout=fo, stderr=fe, text=True)
-        timer = threading.Timer(timeout, proc.kill)
-        timer.start()
-        try:
-            _pid, status, usage = os.wait4(proc.pid, 0)
-        finally:
-            timer.cancel()
-        proc.returncode = code = os.waitstatus_to_exitcode(status)
-        wall = time.perf_counter() - t0
-        fo.seek(0)
-        fe.seek(0)
-        out, err = fo.read(), fe.read()
-    if wall >= timeout:
-        err += f"\n[benchmark] killed after {timeout:.0f} s"
-    return code, out, err, wall, usage.ru_maxrss / 1024
-
-
 def run_one(model, region: str, limit: float, work: Path, threads: int = 2) -> Row:
     eta, delta = REGIONS[region]
     folder = work / model.key
@@ -96,7 +71,7 @@ def run_one(model, region: str, limit: float, work: Path, threads: int = 2) -> R
         "--mode", "pace", "--eta", str(eta), "--delta", str(delta),
         "--time-limit", str(limit), "--threads", str(threads), "--quiet", "--json",
     ]  # fmt: skip
-    code, _stdout, err, wall, rss = _run(cmd, timeout=3 * limit + 120)
+    code, _stdout, err, wall, rss = run_process(cmd, timeout=3 * limit + 120)
     note = ""
     cert_path = out / "certificate.json"
     if not cert_path.exists():
@@ -111,7 +86,7 @@ def run_one(model, region: str, limit: float, work: Path, threads: int = 2) -> R
             *CLI, "verify", str(onnx_path), str(out / "compressed.onnx"), str(cert_path),
             "--data", str(train), "--probe", "20000", "--json", "--threads", str(threads),
         ]  # fmt: skip
-        vcode, vout, verr, vsec, _ = _run(vcmd, timeout=1800)
+        vcode, vout, verr, vsec, _ = run_process(vcmd, timeout=1800)
         try:
             rep = json.loads(vout)
             verify = rep["status"]
