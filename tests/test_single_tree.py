@@ -134,6 +134,4 @@ def test_a_large_domain_is_certified_counterexample_by_counterexample(zoo_model)
     values = [dom.reps[f][dom.allowed(f)] for f in range(dom.n_features)]
     P = np.array(list(itertools.product(*values)), np.float32)
     inside = region_mask(original, region_margin(original, 0.1), None, P)
-    assert np.array_equal(
-        original.predict(P[inside]), res.compressed.predict(P[inside])
-    )
+    assert np.array_equal(original.predict(P[inside]), res.compressed.predict(P[inside]))
