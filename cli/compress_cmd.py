@@ -253,7 +253,7 @@ def compress_summary(res: CompressOutcome, cfg: Any, model: Path) -> str:
     and for an unchanged original (exit 2) what that means and what to try."""
     from pace_cert.cert.certificate import bound_lines, pruning_bound_lines
     from pace_cert.cert.coverage import coverage_line, missing_lines, tie_band_line
-    from pace_cert.cert.words import narrowing_lines
+    from pace_cert.cert.words import deployment_lines, narrowing_lines
     from pace_cert.estimate import placement
 
     cert = res.certificate
@@ -274,6 +274,7 @@ def compress_summary(res: CompressOutcome, cfg: Any, model: Path) -> str:
             "why: " + _why_unchanged(res, cfg),
             "try: " + _what_to_try(res, cfg),
         ]
+    lines += deployment_lines(s.deployment)
     lines += bound_lines(s, cert.original.max_depth)
     lines += pruning_bound_lines(cert)
     if res.estimate is not None:

@@ -4,6 +4,8 @@ latency measurement that is bounded and returns positive numbers (never their sp
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -119,3 +121,113 @@ def test_no_time_no_latency(two_models, seconds):
     big, small, X = two_models
     assert measure_latency(big, small, X, seconds) is None
     assert measure_latency(big, small, X[:0]) is None
+
+
+# ---------------------------------------------------------------- compress states it
+
+TINY = ("seeds", "rf", 4, 1)  # merged and proved minimal within seconds
+
+
+def _compress(zoo_model, out, certs):
+    from pace_cert.app import run_compress
+    from pace_cert.settings import CompressConfig
+
+    model, data = zoo_model(*TINY)
+    cfg = CompressConfig.of(eta=0.1, delta=0.1, time_limit=120)
+    return run_compress(model, data, out, cfg, on_commit=certs.append), cfg
+
+
+@pytest.fixture(scope="module")
+def tiny(zoo_model, tmp_path_factory):
+    """(outcome, config, every certificate committed) of a run on a tiny forest."""
+    certs: list = []
+    res, cfg = _compress(zoo_model, tmp_path_factory.mktemp("deploy") / "out", certs)
+    assert res.exit_code == 0
+    return res, cfg, certs
+
+
+def test_every_commit_states_the_sizes_the_last_one_the_latency(tiny, zoo_model):
+    """Sizes at every commit (the files' own), latency at the final commit only."""
+    from pace_cert.data import read_csv
+    from pace_cert.model.onnx_reader import read_ensemble
+
+    res, _, certs = tiny
+    model, data = zoo_model(*TINY)
+    assert len(certs) >= 2 and certs[-1] == res.certificate
+    for cert in certs[:-1]:
+        dep = cert.summary.deployment
+        assert dep.latency_setup is None and "at the run's end" in dep.latency_note
+        assert dep.before.latency_us_batch1 is None and dep.after.latency_us_per_row_batch is None
+    dep = res.certificate.summary.deployment
+    comp_path = res.out_dir / "compressed.onnx"
+    orig, _ = read_ensemble(model)
+    comp, _ = read_ensemble(comp_path)
+    X = read_csv(data, orig.classes, orig.n_features).X
+    for stated, ens, path in ((dep.before, orig, model), (dep.after, comp, comp_path)):
+        want = structure(ens, X)
+        got = (stated.trees, stated.leaves, stated.internal_nodes, stated.max_depth)
+        assert got == (want.trees, want.leaves, want.internal_nodes, want.max_depth)
+        assert stated.mean_comparisons == want.mean_comparisons
+        assert stated.onnx_bytes == path.stat().st_size
+        for v in (stated.latency_us_batch1, stated.latency_us_per_row_batch):
+            assert np.isfinite(v) and v > 0
+    s = res.certificate.summary
+    assert (dep.after.trees, dep.after.leaves) == (s.trees_after, s.leaves_after)
+    assert dep.rows == len(X) and dep.latency_note is None
+    setup = dep.latency_setup
+    assert (setup.intra_op_threads, setup.inter_op_threads) == (1, 1)
+    assert 1 <= setup.batch_rows <= len(X) and setup.batch1_calls >= 1 and setup.onnxruntime
+
+
+def test_the_summary_and_json_state_before_and_after(tiny, zoo_model, capsys):
+    from pace_cert.cli.compress_cmd import _say_result, compress_summary
+
+    res, cfg, _ = tiny
+    model, _ = zoo_model(*TINY)
+    dep = res.certificate.summary.deployment
+    lines = compress_summary(res, cfg, model).splitlines()
+    size = next(ln for ln in lines if ln.startswith("size: "))
+    assert size.startswith(f"size: {dep.before.trees} -> {dep.after.trees} trees, ")
+    assert f"{dep.before.internal_nodes} -> {dep.after.internal_nodes} internal nodes" in size
+    assert "comparisons/row" in size and size.endswith(" ONNX")
+    latency = next(ln for ln in lines if ln.startswith("latency"))
+    assert "1 thread, measured" in latency and "at a batch of 1" in latency
+    _say_result(res, cfg, model, True, 0)
+    js = json.loads(capsys.readouterr().out)["summary"]["deployment"]
+    assert js["after"]["internal_nodes"] == dep.after.internal_nodes
+    assert js["before"]["onnx_bytes"] == dep.before.onnx_bytes
+    assert js["latency_setup"]["batch_rows"] == dep.latency_setup.batch_rows
+
+
+def test_the_guard_rewrite_states_no_latency(tiny, tmp_path):
+    """A run the process guard ends: the last commit taken while the run went on is
+    rewritten, and its latency stays null."""
+    from pace_cert.app import guard_outcome
+    from pace_cert.driver.result import StopReason
+    from pace_cert.outputs import Committed, OutputDir
+
+    _, _, certs = tiny
+    output = OutputDir(tmp_path)
+    blob = (certs[0].model_dump_json() + "\n").encode()
+    output.commit({"certificate.json": blob}, Committed(2, "x", certificate=certs[0]))
+    res = guard_outcome(output, StopReason.guard("l1", "SIGTERM", None))
+    dep = res.certificate.summary.deployment
+    assert res.certificate.summary.stop_reason and dep.latency_setup is None
+    assert dep.after.latency_us_batch1 is None and dep.latency_note
+
+
+def test_no_time_left_no_latency(zoo_model, tmp_path, monkeypatch):
+    """The run's budget decides: with no time left the latency is null, said why."""
+    from pace_cert import app
+    from pace_cert.budget import Budget
+
+    assert app.final_latency(Budget.seconds(-1.0)) == 0.0
+    assert app.final_latency(Budget.unlimited()) == deploy_size.LATENCY_SECONDS
+    assert app.latency_reserve(Budget.seconds(10.0)) == pytest.approx(0.2, abs=0.01)
+    assert app.latency_reserve(Budget.seconds(1e4)) == app.LATENCY_RESERVE_CAP
+    monkeypatch.setattr(app, "final_latency", lambda budget: 0.0)
+    res, _ = _compress(zoo_model, tmp_path / "out", [])
+    dep = res.certificate.summary.deployment
+    assert dep.latency_setup is None and dep.after.latency_us_per_row_batch is None
+    assert "time limit left 0.00 s" in dep.latency_note
+    assert dep.after.internal_nodes < dep.before.internal_nodes  # sizes all the same
