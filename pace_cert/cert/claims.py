@@ -140,7 +140,7 @@ def counted(ens: Ensemble) -> Ensemble:
     has no tree."""
     if not is_constant(ens):
         return ens
-    return dataclasses.replace(ens, trees=(), weights=np.zeros(0), estimators=0)
+    return dataclasses.replace(ens, trees=(), weights=np.zeros(0), estimators=0, origin=())
 
 
 #: the latency fields of summary.deployment's sizes (a measurement: stated)
