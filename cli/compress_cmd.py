@@ -277,7 +277,7 @@ def compress_summary(res: CompressOutcome, cfg: Any, model: Path) -> str:
     and for an unchanged original (exit 2) what that means and what to try."""
     from pace_cert.cert.certificate import bound_lines, pruning_bound_lines, tree_lines
     from pace_cert.cert.coverage import coverage_line, missing_lines, tie_band_line
-    from pace_cert.cert.words import narrowing_lines
+    from pace_cert.cert.words import deployment_lines, narrowing_lines
     from pace_cert.estimate import placement
 
     cert = res.certificate
@@ -299,6 +299,7 @@ def compress_summary(res: CompressOutcome, cfg: Any, model: Path) -> str:
             "try: " + _what_to_try(res, cfg),
         ]
     lines += tree_lines(cert)
+    lines += deployment_lines(s.deployment)
     if s.single_tree is None:  # the bounds below are about ensembles of the original's depth
         lines += bound_lines(s, cert.original.max_depth, cert.compressed.max_depth)
     lines += pruning_bound_lines(cert)

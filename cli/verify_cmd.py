@@ -110,6 +110,9 @@ _TOPICS = {
     "history.completeness": "history",
     "history.compressed_labels": "history",
     "certificate": "certificate",
+    "deployment.structure": "deployment size",
+    "deployment.comparisons": "comparisons per prediction",
+    "deployment.latency": "latency",
 }
 
 

@@ -33,7 +33,8 @@ from pace_cert.region.masks import margin_mask
 from pace_cert.settings import CompressConfig, SettingError, check_for_model
 
 if TYPE_CHECKING:  # the solvers and pydantic load when the work starts, after the checks
-    from pace_cert.cert.certificate import Certificate, Coverage
+    from pace_cert.cert.certificate import Certificate, Coverage, Deployment
+    from pace_cert.deploy_size import Structure
     from pace_cert.driver.result import CompressResult, StartModel, StopReason
     from pace_cert.estimate import Estimate
     from pace_cert.model.ensemble import Ensemble
@@ -132,6 +133,7 @@ def run_compress(
 
     if budget is None:
         budget = Budget.seconds(cfg.time_limit)
+    search_budget = budget.less(latency_reserve(budget))
 
     output = OutputDir(out_dir) if output is None else output
     render = _Renderer(
@@ -145,8 +147,8 @@ def run_compress(
             # the free-pattern floor is about prunings: nothing mode tree looks for
             said.append(progress(estimate.line()) if cfg.mode != "tree" else None)
         taken = time.perf_counter()
-        files, committed, cert = render.files(res)
         final = res.stop is not None  # the run's end: its certificate says how it ended
+        files, committed, cert = render.files(res, final_latency(budget) if final else None)
         committed = dataclasses.replace(
             committed, certificate=cert, estimate=estimate, final=final, at=taken
         )
@@ -161,7 +163,7 @@ def run_compress(
             X_fit,
             cfg,
             progress,
-            budget,
+            search_budget,
             on_improve=commit,
             on_bound=on_bound,
             plausibility=plausibility,
@@ -254,6 +256,31 @@ def _stop_of(cert: Certificate) -> StopReason | None:
     return StopReason(step, reason, time_limit=bool(cert.summary.time_limit_reached))
 
 
+#: seconds at most that the search leaves of the run's time for the latency measurement
+LATENCY_RESERVE_CAP = 1.0
+#: the share of the run's time it leaves at most
+LATENCY_RESERVE_SHARE = 0.02
+
+
+def latency_reserve(budget: Budget) -> float:
+    """Seconds of ``budget`` the search leaves for measuring the latency at the end:
+    :data:`LATENCY_RESERVE_SHARE` of the time left now, at most
+    :data:`LATENCY_RESERVE_CAP` (0 for an unlimited budget)."""
+    left = budget.left()
+    if left is None:
+        return 0.0
+    return min(LATENCY_RESERVE_CAP, LATENCY_RESERVE_SHARE * max(left, 0.0))
+
+
+def final_latency(budget: Budget) -> float:
+    """Seconds the final commit may spend measuring the latency: at most
+    :data:`pace_cert.deploy_size.LATENCY_SECONDS`, never more than the run has left."""
+    from pace_cert.deploy_size import LATENCY_SECONDS
+
+    left = budget.left()
+    return LATENCY_SECONDS if left is None else max(0.0, min(LATENCY_SECONDS, left))
+
+
 def _too_few_rows(n: int, complete: int) -> str:
     why = (
         "(the feature domain and the plausibility region are inferred from the training "
@@ -316,6 +343,7 @@ class _Renderer:
         )
         self._coverage: Coverage | None = None
         self._missing_original: np.ndarray | None = None
+        self._original_size: Structure | None = None
 
     def missing_labels(self, comp_bytes: bytes) -> tuple[np.ndarray, np.ndarray] | None:
         """onnxruntime's labels (class indices) of the original and of the model
@@ -346,7 +374,41 @@ class _Renderer:
             )
         return self._coverage
 
-    def files(self, result: CompressResult) -> tuple[dict[str, bytes], Committed, Certificate]:
+    def deployment(
+        self, result: CompressResult, comp_bytes: bytes, latency_seconds: float | None
+    ) -> Deployment:
+        """Both models' size in what deployment pays for, on the data rows without
+        missing values; the latency measured only when ``latency_seconds`` is given
+        (the run's final commit), within that many seconds."""
+        from pace_cert.cert.build import deployment_block
+        from pace_cert.deploy_size import measure_latency, structure
+
+        X = self.data.X[self.data.complete]
+        if self._original_size is None:
+            self._original_size = structure(result.original, X)
+        before = self._original_size
+        after = before if comp_bytes is self.original_bytes else structure(result.compressed, X)
+        latency, note = None, None
+        if latency_seconds is None:
+            note = (
+                "not measured: compress measures the latency once, at the run's end, and "
+                "this certificate was written while the run went on"
+            )
+        else:
+            latency = measure_latency(self.original_bytes, comp_bytes, X, latency_seconds)
+            if latency is None:
+                note = (
+                    f"not measured: the run's time limit left {latency_seconds:.2f} s, too "
+                    "little for the measurement"
+                )
+        sizes = (before, after)
+        return deployment_block(sizes, (len(self.original_bytes), len(comp_bytes)), latency, note)
+
+    def files(
+        self, result: CompressResult, latency_seconds: float | None = None
+    ) -> tuple[dict[str, bytes], Committed, Certificate]:
+        """The file set of ``result``; ``latency_seconds``: measure the two models'
+        latency within that many seconds (the final commit; None: not measured)."""
         from pace_cert.cert.build import build_certificate
         from pace_cert.cert.certificate import Plausibility
 
@@ -383,6 +445,7 @@ class _Renderer:
             self.data_summary,
             self.coverage(result),
             self.missing_labels(comp_bytes),
+            self.deployment(result, comp_bytes, latency_seconds),
         )
         files["certificate.json"] = (cert.model_dump_json(indent=1) + "\n").encode()  # last
         s = cert.summary

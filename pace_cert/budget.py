@@ -80,6 +80,13 @@ class Budget:
         end = time.perf_counter() + max(0.0, seconds)
         return Budget(end if self.deadline is None else min(end, self.deadline))
 
+    def less(self, seconds: float) -> Budget:
+        """This budget ending ``seconds`` earlier (unlimited stays unlimited): time kept
+        back for work after the child's end."""
+        if self.deadline is None:
+            return self
+        return Budget(self.deadline - max(0.0, seconds))
+
     def solver_limit(self, cap: float | None = None) -> float | None:
         """The time limit to hand a solver: the time left, at most ``cap``, at least
         ``MIN_SOLVER_SECONDS``; None when neither bounds it."""

@@ -16,7 +16,7 @@ from pathlib import Path
 from pace_cert.cert.certificate import Certificate
 from pace_cert.cert.claims import claim_catalog, synthesis_part
 from pace_cert.cert.coverage import missing_lines
-from pace_cert.cert.words import narrowing_lines, plausibility_words
+from pace_cert.cert.words import file_size, narrowing_lines, plausibility_words
 from pace_cert.errors import InputError
 from pace_cert.report_plots import (
     COVERAGE_COLOURS,
@@ -248,6 +248,7 @@ def _sizes(cert: Certificate) -> str:
     ]
     out = "<h2 id='sizes'>Sizes and lower bound</h2>" + bars_svg(bars, "trees")
     out += _table(("", "original", "compressed"), rows)
+    out += _deployment(cert)
     if s.time_limit_reached:
         out += (
             "<p><b>Time limit reached</b>: the run did not end by itself; a longer run may "
@@ -298,6 +299,71 @@ def _sizes(cert: Certificate) -> str:
         )  # fmt: skip
         out += _more(len(s.boundary_witnesses), len(shown))
     return out
+
+
+def _deployment(cert: Certificate) -> str:
+    """Both models' size in what deployment pays for (``summary.deployment``, schema
+    1.7), before and after, each row tagged with what verify does with it; the latency
+    labelled a measurement, with how it was measured (nothing for older certificates)."""
+    dep = cert.summary.deployment
+    if dep is None:
+        return ""
+    b, a = dep.before, dep.after
+    checked = "<span class='tag checked'>checked</span>"
+    with_data = "<span class='tag checked'>checked with --data</span>"
+    measured = "<span class='tag stated'>measured, not re-checked</span>"
+
+    def us(v: float | None) -> str:
+        return "-" if v is None else f"{v:.3g} µs"
+
+    def size(n: int) -> str:
+        return f"{file_size(n)} ({n} bytes)"
+
+    rows = [
+        ("trees", b.trees, a.trees, checked),
+        ("leaves", b.leaves, a.leaves, checked),
+        ("internal nodes (splits)", b.internal_nodes, a.internal_nodes, checked),
+        ("maximum depth", b.max_depth, a.max_depth, checked),
+        (
+            f"comparisons per prediction (mean over {dep.rows} data rows)",
+            f"{b.mean_comparisons:.2f}",
+            f"{a.mean_comparisons:.2f}",
+            with_data,
+        ),
+        ("ONNX file size", size(b.onnx_bytes), size(a.onnx_bytes), checked),
+        (
+            "latency per row, the data in one batch",
+            us(b.latency_us_per_row_batch),
+            us(a.latency_us_per_row_batch),
+            measured,
+        ),
+        ("latency at a batch of 1", us(b.latency_us_batch1), us(a.latency_us_batch1), measured),
+    ]
+    ls = dep.latency_setup
+    if ls is None:
+        note = f"Latency: {esc(dep.latency_note or 'not measured')}."
+    else:
+        note = (
+            f"Latency is measured by compress on this machine, not re-checked by verify: "
+            f"onnxruntime {esc(ls.onnxruntime)} ({esc(ls.provider)}, {ls.intra_op_threads} "
+            f"intra-op and {ls.inter_op_threads} inter-op thread, {esc(ls.execution_mode)} "
+            f"execution), {esc(ls.fetched)}; the median of {ls.batch1_calls} single-row "
+            f"calls per model and of {ls.batch_repeats} calls on {ls.batch_rows} rows at "
+            f"once; {esc(ls.order)} ({ls.seconds:.2f} s in all). Another machine, or the "
+            "same one under other load, gives other numbers."
+        )
+    return (
+        "<h3 id='deployment'>Size in what deployment pays for</h3>"
+        + _table(("", "original", "compressed", "verify"), rows, raw=True)
+        + "<p class='note'>Comparisons per prediction: the split nodes on each tree's path "
+        "to the row's leaf, summed over the trees, as onnxruntime walks them"
+        + (
+            " (counted on the trees with the input transform folded into the thresholds)"
+            if cert.original.input_transform is not None
+            else ""
+        )
+        + f". {note}</p>"
+    )
 
 
 def _proofs(cert: Certificate) -> str:

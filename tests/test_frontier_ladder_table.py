@@ -101,6 +101,35 @@ def test_the_table_speaks_in_percentages_and_hides_what_says_nothing():
     assert format_table(rec).splitlines()[0].split()[:2] == ["rung", "eta"]
 
 
+def _deployment(nodes: int, latency: bool):
+    from pace_cert.cert.build import deployment_block
+    from pace_cert.deploy_size import Latency, Structure
+
+    before = Structure(60, 120, 60, 3, 150.0, 100)
+    after = Structure(nodes // 2, nodes + nodes // 2, nodes, 4, nodes / 3, 100)
+    lat = Latency((9.0, 4.5), (2.0, 0.25), 300, 100, 5, 0.1, "1.0") if latency else None
+    return deployment_block((before, after), (20_000, 800 * nodes), lat, "not measured: cut")
+
+
+def test_the_table_states_what_deployment_pays_for():
+    """The written model's internal nodes, depth, comparisons, bytes and (a column only
+    where some rung measured it) latency; the original's values in the legend."""
+    rec = _record()
+    assert "nodes" not in dict(columns(rec))  # a record without deployment sizes
+    deps = [_deployment(30, True), _deployment(12, False), None]
+    rungs = [r.model_copy(update={"deployment": d}) for r, d in zip(rec.rungs, deps)]
+    rec = rec.model_copy(update={"rungs": rungs})
+    cols = dict(columns(rec))
+    assert cols["nodes"] == ["30", "12", "-"] and cols["depth"] == ["4", "4", "-"]
+    assert cols["cmp/row"] == ["10.0", "4.0", "-"] and cols["ONNX"] == ["24.0 kB", "9.6 kB", "-"]
+    assert cols["us/row"] == ["0.25", "-", "-"]
+    text = render_text(rec)
+    assert "the original: 60 internal nodes, depth 3, 150.0 comparisons per prediction" in text
+    assert "20.0 kB ONNX, 2 us/row" in text
+    unmeasured = [r.model_copy(update={"deployment": _deployment(12, False)}) for r in rungs]
+    assert "us/row" not in dict(columns(rec.model_copy(update={"rungs": unmeasured})))
+
+
 def test_the_recommendation_is_the_smallest_model_covering_90_percent():
     """Item 9: eta0.1 (12 trees, 92 %) not eta0.2 (4 trees, 70 %)."""
     line = recommendation(_record())
@@ -125,6 +154,11 @@ def test_a_rows_ladder_end_to_end_with_the_report(zoo_model, tmp_path):
         assert r["data"]["inside"] / r["data"]["rows"] >= r["share_asked"] - 1e-12
         assert r["data"]["agreement_inside"] == 1.0
     assert "recommendation:" in res.stdout and "rows asked" in res.stdout
+    for r in rec["rungs"]:  # each rung's deployment sizes, from its certificate
+        cert = json.loads((out / r["name"] / "certificate.json").read_text())
+        assert r["deployment"] == cert["summary"]["deployment"]
+        assert r["deployment"]["after"]["internal_nodes"] >= 0
+    assert "cmp/row" in res.stdout and "the original: " in res.stdout
     page = tmp_path / "f.html"
     assert (
         CliRunner()

@@ -327,3 +327,35 @@ def test_report_renders_in_chromium(eta_delta, tmp_path):
         near = int((np.abs(px - np.array(rgb)).max(axis=1) <= 8).sum())
         assert near > 500, (rgb, near)
     assert int((px.sum(axis=1) < 200).sum()) > 5000  # text
+
+
+def test_report_states_the_size_deployment_pays_for(eta_delta):
+    """Before and after, each row tagged with what verify does with it; the latency a
+    measurement, said so, with its setup, or why it is missing; none in older
+    certificates."""
+    from pace_cert.cert.certificate import Certificate
+    from pace_cert.report import render
+
+    cert = Certificate.model_validate_json((eta_delta.out / "certificate.json").read_text())
+    dep = cert.summary.deployment
+    page = parse(render(cert))
+    assert "deployment" in page.ids
+    text = " ".join(page.text)
+    assert "Size in what deployment pays for" in text
+    assert f"comparisons per prediction (mean over {dep.rows} data rows)" in text
+    assert f"{dep.before.mean_comparisons:.2f}" in text
+    assert f"({dep.after.onnx_bytes} bytes)" in text
+    assert "measured, not re-checked" in text and "checked with --data" in text
+    assert "Latency is measured by compress on this machine, not re-checked" in text
+    assert f"onnxruntime {dep.latency_setup.onnxruntime}" in text
+    unmeasured = dep.model_copy(
+        update={
+            "latency_setup": None,
+            "latency_note": "not measured: no time left",
+            "before": dep.before.model_copy(update={"latency_us_batch1": None}),
+        }
+    )
+    cert.summary.deployment = unmeasured
+    assert "Latency: not measured: no time left." in " ".join(parse(render(cert)).text)
+    cert.summary.deployment = None
+    assert "deployment" not in parse(render(cert)).ids

@@ -473,7 +473,9 @@ def test_history_compressed_labels_are_gone_or_stated(run, tmp_path):
     has its labels dropped and reported as stated, never as verified."""
     comp, cert, _ = copy_run(run, tmp_path)
     c = json.loads(cert.read_text())
-    assert c["schema_version"] == "1.7"
+    from pace_cert.cert.certificate import SCHEMA_VERSION
+
+    assert c["schema_version"] == SCHEMA_VERSION
     assert all("compressed_label" not in h for p in c["pairs"] for h in p["history"])
 
     def add_label(d):
@@ -594,3 +596,88 @@ def test_a_certified_claim_on_identical_models_needs_no_proof(fallback, tmp_path
     assert res.exit_code == 0, res.output
     assert res.stdout.startswith("verified: the compressed model is the original, byte for")
     assert "checked: faithfulness: the two files are identical" in res.stdout
+
+
+# ------------------------------------------------------- summary.deployment (schema 1.7)
+
+
+def _dep(side, key, value=None, plus=None):
+    """An edit of summary.deployment.<side>.<key>: set to ``value`` or add ``plus``."""
+
+    def fn(d):
+        s = d["summary"]["deployment"][side]
+        s[key] = value if plus is None else s[key] + plus
+
+    return fn
+
+
+def _deployment_inputs(run, edit=None):
+    from pace_cert.cert.certificate import Certificate
+    from pace_cert.model.onnx_reader import read_ensemble
+
+    d = json.loads((run.out / "certificate.json").read_text())
+    if edit is not None:
+        edit(d)
+    comp = run.out / "compressed.onnx"
+    sizes = (run.model.stat().st_size, comp.stat().st_size)
+    return Certificate.model_validate(d), read_ensemble(run.model)[0], read_ensemble(comp)[0], sizes
+
+
+@pytest.mark.parametrize(
+    "edit, why",
+    [
+        (_dep("after", "internal_nodes", plus=1), "after.internal_nodes"),
+        (_dep("before", "leaves", plus=-1), "before.leaves"),
+        (_dep("after", "trees", plus=1), "after.trees"),
+        (_dep("after", "max_depth", plus=1), "after.max_depth"),
+        (_dep("before", "onnx_bytes", plus=-100), "before.onnx_bytes"),
+        (_dep("after", "mean_comparisons", value=1e6), "after.mean_comparisons"),
+        (_dep("before", "mean_comparisons", value=-1.0), "before.mean_comparisons"),
+        (_dep("after", "latency_us_batch1", value=-3.0), "positive and finite"),
+        (_dep("after", "latency_us_per_row_batch", value=None), "latency_setup is stated"),
+    ],
+)
+def test_a_contradicted_deployment_size_is_a_problem(run, edit, why):
+    """summary.deployment against the two files, without a solver: structure and bytes
+    recounted, comparisons within [0, sum of depths], latencies positive or null."""
+    from pace_cert.cert.claims import deployment_problems
+
+    assert deployment_problems(*_deployment_inputs(run)) == []
+    problems = deployment_problems(*_deployment_inputs(run, edit))
+    assert any(why in p for p in problems), problems
+
+
+def test_comparisons_are_recounted_on_the_rows(run):
+    from pace_cert.cert.claims import comparison_problems
+    from pace_cert.data import read_csv
+
+    cert, orig, comp, _ = _deployment_inputs(run)
+    X = read_csv(run.data, orig.classes, orig.n_features).X
+    assert comparison_problems(cert, orig, comp, X) == []
+    assert any("rows is" in p for p in comparison_problems(cert, orig, comp, X[1:]))
+    cert, *_ = _deployment_inputs(run, _dep("after", "mean_comparisons", plus=0.25))
+    assert any("after.mean_comparisons" in p for p in comparison_problems(cert, orig, comp, X))
+
+
+def test_verify_refutes_a_tampered_internal_node_count(run, tmp_path):
+    comp, cert, _ = copy_run(run, tmp_path)
+    edit_cert(cert, _dep("after", "internal_nodes", plus=-1))
+    res = invoke("verify", run.model, comp, cert)
+    no_internal_error(res)
+    assert res.exit_code == 1, res.output
+    assert res.stdout.startswith("refuted:") and "after.internal_nodes" in res.stdout
+
+
+def test_verify_data_rechecks_comparisons_and_states_latency(run, tmp_path):
+    """With the same --data file the mean comparisons are checked (a tampered mean is
+    refuted), the latency is always stated; without --data the comparisons are stated."""
+    comp, cert, _ = copy_run(run, tmp_path)
+    res = invoke("verify", run.model, comp, cert, "--data", run.data)
+    assert res.exit_code == 0, res.output
+    assert "checked: deployment size: " in res.stdout
+    assert "checked: comparisons per prediction: " in res.stdout
+    assert "stated: latency: " in res.stdout and "not re-checked" in res.stdout
+    edit_cert(cert, _dep("before", "mean_comparisons", plus=0.5))
+    res = invoke("verify", run.model, comp, cert, "--data", run.data)
+    no_internal_error(res)
+    assert res.exit_code == 1 and "before.mean_comparisons" in res.stdout, res.output

@@ -17,7 +17,10 @@ from pace_cert.cert.certificate import (
     Coverage,
     CpSatParameters,
     DataSummary,
+    Deployment,
+    DeploymentSize,
     HistoryPoint,
+    LatencySetup,
     Learner,
     PairCertificate,
     Plausibility,
@@ -33,6 +36,7 @@ from pace_cert.cert.certificate import (
     now_iso,
     solver_versions,
 )
+from pace_cert.deploy_size import Latency, Structure
 from pace_cert.driver.result import CompressResult
 from pace_cert.region.margins import eta_units
 from pace_cert.region.scaling import BITS
@@ -51,12 +55,14 @@ def build_certificate(
     data_summary: DataSummary | None = None,
     coverage: Coverage | None = None,
     missing_labels: tuple[np.ndarray, np.ndarray] | None = None,
+    deployment: Deployment | None = None,
 ) -> Certificate:
     """The certificate of result ``r`` (``data``: the training rows, a
     :class:`pace_cert.data.Dataset`; ``data_summary`` and ``coverage``: the CSV's hash
     and where its rows lie, see :mod:`pace_cert.cert.coverage`; ``missing_labels``:
     onnxruntime's labels (class indices) of the original and the compressed model on
-    the rows with missing values, in row order). History points carry no
+    the rows with missing values, in row order; ``deployment``: both models' size in
+    what deployment pays for, :func:`deployment_block`). History points carry no
     label of the candidate that met them: that model is gone, verify could not replay
     it."""
     classes = r.original.classes
@@ -214,6 +220,7 @@ def build_certificate(
             objective=cfg.objective,  # type: ignore[arg-type]
             learner_depth=cfg.learner_depth,
             single_tree=single_tree(r),
+            deployment=deployment,
         ),
     )
 
@@ -231,6 +238,60 @@ def single_tree(r: CompressResult) -> SingleTree | None:
         max_leaves=t.max_leaves,
         leaves_lower_bound=t.leaves_bound,
         none_within_caps=t.none_within_caps,
+    )
+
+
+def deployment_block(
+    sizes: tuple[Structure, Structure],
+    onnx_bytes: tuple[int, int],
+    latency: Latency | None,
+    note: str | None = None,
+) -> Deployment:
+    """The certificate's ``summary.deployment`` from the two models' structure
+    (original, compressed), their ONNX file sizes and the latency measurement (None:
+    not measured, ``note`` says why)."""
+
+    def size(i: int) -> DeploymentSize:
+        s = sizes[i]
+        return DeploymentSize(
+            trees=s.trees,
+            leaves=s.leaves,
+            internal_nodes=s.internal_nodes,
+            max_depth=s.max_depth,
+            mean_comparisons=s.mean_comparisons,
+            onnx_bytes=onnx_bytes[i],
+            latency_us_batch1=None if latency is None else latency.batch1_us[i],
+            latency_us_per_row_batch=None if latency is None else latency.per_row_us[i],
+        )
+
+    setup = None
+    if latency is not None:
+        order = (
+            "one model: the two files are the same bytes, so its numbers stand for both"
+            if latency.same_model
+            else "interleaved after a warm-up: the two models' calls alternate, the order "
+            "swapped at each row and each repeat"
+        )
+        setup = LatencySetup(
+            onnxruntime=latency.onnxruntime,
+            provider="CPUExecutionProvider",
+            intra_op_threads=latency.threads,
+            inter_op_threads=latency.threads,
+            execution_mode="sequential",
+            fetched="the label output only",
+            order=order,
+            batch1_calls=latency.calls,
+            batch_rows=latency.batch_rows,
+            batch_repeats=latency.repeats,
+            seconds=round(latency.seconds, 3),
+        )
+        note = None
+    return Deployment(
+        rows=sizes[0].rows,
+        before=size(0),
+        after=size(1),
+        latency_setup=setup,
+        latency_note=note,
     )
 
 

@@ -28,7 +28,9 @@ SCHEMA_VERSION = "1.7"  # 1.1: summary.size_lower_bound; 1.2: boundary witnesses
 # cuts and multipliers verify re-checks), summary.stop_reason and
 # summary.time_limit_reached (optional), data.feature_names, region.coverage.missing
 # (rows with NaN) and summary.missing_label_changes; 1.7: mode "tree" (history phase
-# "tree", summary.single_tree), summary.objective and summary.learner_depth (optional)
+# "tree", summary.single_tree), summary.objective and summary.learner_depth, and
+# summary.deployment (both models' size in trees, leaves, internal nodes, depth,
+# comparisons per prediction, ONNX bytes and measured onnxruntime latency), all optional
 Label = int | str
 
 
@@ -308,6 +310,73 @@ class SingleTree(_Strict):
     )
 
 
+class DeploymentSize(_Strict):
+    """One model's size in what deployment pays for (schema 1.7)."""
+
+    trees: int = Field(description="trees, counted as in the model summary")
+    leaves: int = Field(description="leaves over all trees")
+    internal_nodes: int = Field(description="split nodes over all trees")
+    max_depth: int = Field(description="splits on the longest root-to-leaf path of any tree")
+    mean_comparisons: float = Field(
+        description="split comparisons per prediction (summed over the trees: the split "
+        "nodes on the path to the row's leaf, as onnxruntime walks each tree), mean over "
+        "deployment.rows data rows. Counted on pace-cert's reading of the trees: for a "
+        "model whose input transform was folded into the thresholds (a Pipeline's "
+        "Scaler/Imputer), on the folded trees, where a split constant on every input is "
+        "gone"
+    )
+    onnx_bytes: int = Field(description="size of the ONNX file as written, bytes")
+    latency_us_batch1: float | None = Field(
+        description="measured by compress on this machine, not re-checked: median "
+        "onnxruntime wall time of one call on a single row, microseconds "
+        "(deployment.latency_setup says how); null when not measured"
+    )
+    latency_us_per_row_batch: float | None = Field(
+        description="measured by compress on this machine, not re-checked: median "
+        "onnxruntime wall time of one call on latency_setup.batch_rows rows at once, "
+        "divided by those rows, microseconds per row; null when not measured"
+    )
+
+
+class LatencySetup(_Strict):
+    """How compress measured the latency (measured on this machine, not re-checked)."""
+
+    onnxruntime: str = Field(description="onnxruntime version")
+    provider: str = Field(description="execution provider")
+    intra_op_threads: int
+    inter_op_threads: int
+    execution_mode: str = Field(description="onnxruntime execution mode")
+    fetched: str = Field(description="the outputs each call fetches")
+    order: str = Field(description="how the two models' calls were ordered")
+    batch1_calls: int = Field(description="single-row calls per model (rows spread evenly)")
+    batch_rows: int = Field(
+        description="rows of one batch call: all deployment.rows, or their first rows when "
+        "a whole batch did not fit in the measurement's time"
+    )
+    batch_repeats: int = Field(description="batch calls per model (the median is kept)")
+    seconds: float = Field(description="wall time of the whole measurement")
+
+
+class Deployment(_Strict):
+    """Both models' size in what deployment pays for (schema 1.7): trees, leaves,
+    internal nodes, depth, comparisons per prediction and ONNX bytes (verify re-checks
+    them; comparisons with --data and the same file) and onnxruntime latency (a
+    measurement by compress on this machine, which verify does not re-check)."""
+
+    rows: int = Field(
+        description="the --data rows without missing values: mean_comparisons is the mean "
+        "over them, and the latency is measured on them"
+    )
+    before: DeploymentSize = Field(description="the original model")
+    after: DeploymentSize = Field(description="the compressed model as written")
+    latency_setup: LatencySetup | None = Field(
+        default=None, description="how the latency was measured; null when it was not"
+    )
+    latency_note: str | None = Field(
+        default=None, description="why the latency was not measured (null when it was)"
+    )
+
+
 class Summary(_Strict):
     certified: bool
     status: Literal["certified", "inconclusive"]
@@ -413,6 +482,12 @@ class Summary(_Strict):
         default=None,
         description="mode tree: what the single-tree step learned (schema 1.7; null in "
         "other modes)",
+    )
+    deployment: Deployment | None = Field(
+        default=None,
+        description="both models' size in trees, leaves, internal nodes, depth, "
+        "comparisons per prediction, ONNX bytes and measured latency (schema 1.7; null in "
+        "older certificates)",
     )
 
 

@@ -10,6 +10,7 @@ the faithfulness proof itself goes through. Pure functions; messages name the fi
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Literal
@@ -23,6 +24,7 @@ from pace_cert.cert.certificate import (
     minimal_pruning,
     pruning_of,
 )
+from pace_cert.deploy_size import structure
 from pace_cert.model.ensemble import Ensemble, family_of, float32_sum_guard
 from pace_cert.model.onnx_reader import OnnxModelInfo
 from pace_cert.region.margins import eta_units, required_margin
@@ -131,6 +133,90 @@ def _summary_of(ens: Ensemble) -> dict:
         "estimators": 0 if constant else ens.n_estimators,
         "input_transform": input_transform(ens),
     }
+
+
+def counted(ens: Ensemble) -> Ensemble:
+    """``ens`` as compress counts it: a constant model (the writer's one zero leaf)
+    has no tree."""
+    if not is_constant(ens):
+        return ens
+    return dataclasses.replace(ens, trees=(), weights=np.zeros(0), estimators=0, origin=())
+
+
+#: the latency fields of summary.deployment's sizes (a measurement: stated)
+LATENCY_FIELDS = ("latency_us_batch1", "latency_us_per_row_batch")
+
+
+def deployment_problems(
+    cert: Certificate, orig: Ensemble, comp: Ensemble, onnx_bytes: tuple[int, int]
+) -> list[str]:
+    """``summary.deployment`` against the two files (``onnx_bytes``: their sizes): the
+    trees, leaves, internal nodes, depth and bytes of each; a mean comparisons per
+    prediction between 0 and the sum of the trees' depths (the data re-counts it:
+    :func:`comparison_problems`); latencies positive and finite or null, and stated
+    with how they were measured. None stated (older certificates): nothing to check."""
+    dep = cert.summary.deployment
+    if dep is None:
+        return []
+    problems = []
+    if dep.rows < 0:
+        problems.append(f"summary.deployment.rows is {dep.rows}")
+    measured = dep.latency_setup is not None
+    for name, stated, ens, n_bytes in (
+        ("before", dep.before, orig, onnx_bytes[0]),
+        ("after", dep.after, comp, onnx_bytes[1]),
+    ):
+        where = f"summary.deployment.{name}"
+        ens = counted(ens)
+        size = structure(ens, np.zeros((0, ens.n_features), np.float32))
+        actual = {
+            "trees": size.trees,
+            "leaves": size.leaves,
+            "internal_nodes": size.internal_nodes,
+            "max_depth": size.max_depth,
+            "onnx_bytes": n_bytes,
+        }
+        for key, want in actual.items():
+            if getattr(stated, key) != want:
+                problems.append(f"{where}.{key} is {getattr(stated, key)!r}, the file gives {want}")
+        ceiling = sum(t.depth for t in ens.trees)
+        if not 0 <= stated.mean_comparisons <= ceiling:  # NaN too
+            problems.append(
+                f"{where}.mean_comparisons is {stated.mean_comparisons!r}: no prediction "
+                f"makes fewer than 0 or more than {ceiling} comparisons (the sum of the "
+                "trees' depths)"
+            )
+        for key in LATENCY_FIELDS:
+            v = getattr(stated, key)
+            if v is not None and not (math.isfinite(v) and v > 0):
+                problems.append(f"{where}.{key} is {v!r}: a latency is positive and finite")
+            if (v is not None) != measured:
+                problems.append(
+                    f"{where}.{key} is {v!r} but latency_setup is "
+                    + ("stated" if measured else "null")
+                )
+    return problems
+
+
+def comparison_problems(
+    cert: Certificate, orig: Ensemble, comp: Ensemble, X: np.ndarray
+) -> list[str]:
+    """``summary.deployment``'s rows and mean comparisons per prediction, re-counted on
+    ``X`` (the rows without missing values of the file compress read)."""
+    dep = cert.summary.deployment
+    if dep is None:
+        return []
+    problems = []
+    if dep.rows != len(X):
+        problems.append(f"summary.deployment.rows is {dep.rows}, the file has {len(X)}")
+    for name, stated, ens in (("before", dep.before, orig), ("after", dep.after, comp)):
+        got = structure(counted(ens), X).mean_comparisons
+        if not _same(stated.mean_comparisons, got):
+            problems.append(
+                f"summary.deployment.{name}.mean_comparisons is "
+                f"{stated.mean_comparisons!r}, the file's rows give {got!r}"
+            )
+    return problems
 
 
 #: summary keys older certificates (schema < 1.5) do not state (null): not compared then
@@ -448,6 +534,7 @@ def claim_catalog(cert: Certificate, kept: list[int] | str | None = FROM_LEARNER
                 ),
             )
         )
+    out += _deployment_claims(cert)
     out += [
         Claim(
             "learners",
@@ -476,6 +563,44 @@ def claim_catalog(cert: Certificate, kept: list[int] | str | None = FROM_LEARNER
         ),
     ]
     return out
+
+
+def _deployment_claims(cert: Certificate) -> list[Claim]:
+    """What ``summary.deployment`` states (none in older certificates): the structure
+    and bytes are checked, comparisons per prediction need the data, the latency is a
+    measurement (stated)."""
+    dep = cert.summary.deployment
+    if dep is None:
+        return []
+    b, a = dep.before, dep.after
+    if dep.latency_setup is None:
+        latency = f"onnxruntime latency: {dep.latency_note or 'not measured'}"
+    else:
+        latency = (
+            f"onnxruntime latency per row ({b.latency_us_per_row_batch:.3g} -> "
+            f"{a.latency_us_per_row_batch:.3g} us over a batch of "
+            f"{dep.latency_setup.batch_rows} rows, {b.latency_us_batch1:.3g} -> "
+            f"{a.latency_us_batch1:.3g} us at a batch of 1): measured by compress on this "
+            "machine, not re-checked"
+        )
+    return [
+        Claim(
+            "deployment.structure",
+            "checked",
+            f"trees, leaves, internal nodes ({b.internal_nodes} -> {a.internal_nodes}), "
+            f"maximum depth ({b.max_depth} -> {a.max_depth}) and ONNX bytes "
+            f"({b.onnx_bytes} -> {a.onnx_bytes}) of both models: recounted from the two files",
+        ),
+        Claim(
+            "deployment.comparisons",
+            "stated",
+            f"mean comparisons per prediction on the {dep.rows} data rows without missing "
+            f"values ({b.mean_comparisons:.1f} -> {a.mean_comparisons:.1f}): verify --data "
+            "re-counts them from the same file (same SHA-256); without it only their range "
+            "is checked",
+        ),
+        Claim("deployment.latency", "stated", latency),
+    ]
 
 
 def _ended_words(cert: Certificate) -> str:

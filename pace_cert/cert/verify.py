@@ -36,6 +36,8 @@ from pace_cert.cert.checks import (
 from pace_cert.cert.claims import (
     claim_catalog,
     claim_problems,
+    comparison_problems,
+    deployment_problems,
     domain_arrays,
     pruning_bound_contradiction,
     structural_problems,
@@ -308,6 +310,7 @@ def _prove(
         "delta_abs": delta_abs,
     }
     problems = claim_problems(cert, orig, comp, *infos, c_o, delta_abs)
+    problems += deployment_problems(cert, orig, comp, (len(ob), len(cb)))
     ceiling = None if forest is None else plausibility_ceiling(forest)
     if ceiling is not None and forest.delta_abs > ceiling:
         problems.append(
@@ -378,6 +381,7 @@ def _data_checks(ctx: _Context, rep: VerifyReport, X: np.ndarray, data_sha: str)
             "--data is not the file compress read (SHA-256 differs): the stated coverage "
             "is not re-counted",
         )
+    rep = _comparison_checks(ctx, rep, X[~np.isnan(X).any(axis=1)], same)
     rep.data_rows = len(X)
     rep.data_inside = cov.inside
     rep.data_outside_domain = cov.outside_domain
@@ -392,6 +396,36 @@ def _data_checks(ctx: _Context, rep: VerifyReport, X: np.ndarray, data_sha: str)
         rep.data_agreement = float(np.mean(same_label))
         missing = np.isnan(X).any(axis=1)
         rep.data_missing_changed = int((~same_label[missing]).sum()) if cov.missing else None
+    return rep
+
+
+def _comparison_checks(ctx: _Context, rep: VerifyReport, X: np.ndarray, same: bool) -> VerifyReport:
+    """--data: the stated mean comparisons per prediction re-counted on ``X`` (the rows
+    without missing values) when the file is the one compress read (a difference
+    refutes)."""
+    dep = ctx.cert.summary.deployment
+    if dep is None or rep.exit_code == 1:
+        return rep
+    if not same:
+        set_claim(
+            rep,
+            "deployment.comparisons",
+            "stated",
+            "--data is not the file compress read (SHA-256 differs): the mean comparisons "
+            "per prediction are not re-counted",
+        )
+        return rep
+    problems = comparison_problems(ctx.cert, ctx.orig, ctx.comp, X)
+    if problems:
+        return refuted(rep, "deployment.comparisons", "certificate: " + "; ".join(problems[:3]))
+    set_claim(
+        rep,
+        "deployment.comparisons",
+        "checked",
+        f"mean comparisons per prediction on the {len(X)} data rows without missing values "
+        f"({dep.before.mean_comparisons:.1f} -> {dep.after.mean_comparisons:.1f}), "
+        "re-counted from the same file (SHA-256)",
+    )
     return rep
 
 
@@ -548,6 +582,9 @@ def _faithfulness(
         if bad is not None:
             return refute("faithfulness", "a cell disagrees", bad, n_cells)
     for key in ("status", "models", "region.parameters", "region.constants", "pairs", "scaling"):
+        if key in catalog:
+            check(key)
+    for key in ("deployment.structure", "deployment.comparisons", "deployment.latency"):
         if key in catalog:
             check(key)
     for key in ("data.coverage", "data.agreement", "run"):

@@ -43,3 +43,39 @@ def plausibility_words(delta_abs: float, delta: float) -> str:
         f"typical, and the region keeps the inputs at least as typical as the "
         f"{1 - delta:.0%} (1 - delta) most typical training rows"
     )
+
+
+def file_size(n: int) -> str:
+    """Bytes in decimal units: ``870 B``, ``14.2 kB``, ``7.3 MB``."""
+    if n < 1000:
+        return f"{n} B"
+    if n < 1_000_000:
+        return f"{n / 1000:.1f} kB"
+    return f"{n / 1_000_000:.1f} MB"
+
+
+def deployment_lines(dep, micro: str = "us") -> list[str]:
+    """Both models' size in what deployment pays for (``summary.deployment``), before
+    -> after, in two lines: the structure and ONNX bytes, then the latency (measured)
+    or why it was not measured. ``micro``: the microsecond unit (ASCII on a terminal)."""
+    if dep is None:
+        return []
+    b, a = dep.before, dep.after
+    lines = [
+        f"size: {b.trees} -> {a.trees} trees, {b.leaves} -> {a.leaves} leaves, "
+        f"{b.internal_nodes} -> {a.internal_nodes} internal nodes, depth {b.max_depth} -> "
+        f"{a.max_depth}, {b.mean_comparisons:.1f} -> {a.mean_comparisons:.1f} "
+        f"comparisons/row, {file_size(b.onnx_bytes)} -> {file_size(a.onnx_bytes)} ONNX"
+    ]
+    ls = dep.latency_setup
+    if ls is None or b.latency_us_per_row_batch is None or a.latency_us_per_row_batch is None:
+        lines.append(f"latency: {dep.latency_note or 'not measured'}")
+        return lines
+    threads = f"{ls.intra_op_threads} thread{'s' if ls.intra_op_threads != 1 else ''}"
+    lines.append(
+        f"latency (onnxruntime {ls.onnxruntime}, {threads}, measured): "
+        f"{b.latency_us_per_row_batch:.3g} -> {a.latency_us_per_row_batch:.3g} {micro}/row "
+        f"over {ls.batch_rows} rows, {b.latency_us_batch1:.3g} -> {a.latency_us_batch1:.3g} "
+        f"{micro} at a batch of 1"
+    )
+    return lines

@@ -15,7 +15,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_VERSION = "1.0"
+from pace_cert.cert.certificate import Deployment
+
+SCHEMA_VERSION = "1.1"  # 1.1: each rung's deployment (sizes before and after, latency)
 
 #: a rung's outcome: a smaller certified model, the original unchanged (nothing smaller
 #: was certified), no training row in the region (nothing written for the rung), nothing
@@ -96,6 +98,12 @@ class RungRecord(_Strict):
         default=None,
         description="the free-pattern floor: trees a faithful pruning keeps at least if the "
         "trees' leaves combined freely (an estimate, not a bound)",
+    )
+    deployment: Deployment | None = Field(
+        default=None,
+        description="the rung's certificate's summary.deployment: both models' trees, "
+        "leaves, internal nodes, depth, comparisons per prediction, ONNX bytes and measured "
+        "latency (null for a rung without a certificate, and in files before schema 1.1)",
     )
 
 

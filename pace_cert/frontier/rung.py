@@ -129,6 +129,7 @@ def run_rung(
         state="cut" if out.timed_out else "finished",
         stop_reason="" if out.stop is None else str(out.stop),
         estimate=None if out.estimate is None else out.estimate.floor,
+        deployment=s.deployment,
     )
     start = None
     if out.compressed is not None:

@@ -73,6 +73,7 @@ def cut_record(
         phase=s.phase,
         state="cut",
         stop_reason=reason,
+        deployment=getattr(s, "deployment", None),
     )
 
 

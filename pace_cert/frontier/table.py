@@ -1,13 +1,16 @@
 """The frontier table a user can ship from: per rung the share of rows asked, eta
-(and delta), sizes, the proved bound and the estimate, coverage and agreement as
-percentages (inside the region and on all rows, for --data and --test), the time, the
-status and why the rung stopped; then what the columns mean and a one-line
-recommendation. Columns that say nothing for this run are left out (delta when every
+(and delta), sizes (trees and leaves before -> after; the written model's internal
+nodes, depth, comparisons per prediction, ONNX size and, where measured, latency, with
+the original's in the legend), the proved bound and the estimate, coverage and
+agreement as percentages (inside the region and on all rows, for --data and --test),
+the time, the status and why the rung stopped; then what the columns mean and a
+one-line recommendation. Columns that say nothing for this run are left out (delta when every
 rung's is 0, the share asked without --rows, test columns without --test, a bound
 column when no rung proved more than 1 tree)."""
 
 from __future__ import annotations
 
+from pace_cert.cert.words import file_size
 from pace_cert.frontier.ladder import number
 from pace_cert.frontier.record import FrontierRecord, RowCoverage, RungRecord
 
@@ -55,6 +58,7 @@ def columns(rec: FrontierRecord) -> list[tuple[str, list[str]]]:
             [f"{r.leaves_before} -> {r.leaves_after}" if s else "-" for r, s in zip(rs, sized)],
         )
     )
+    cols += _deployment_columns(rs, sized)
     bounds = [proved_bound(r) for r in rs]
     if any(b is not None for b in bounds):
         cols.append(("bound", ["-" if b is None else f">= {b}" for b in bounds]))
@@ -75,6 +79,65 @@ def columns(rec: FrontierRecord) -> list[tuple[str, list[str]]]:
     cols.append(("status", [_status(r) for r in rs]))
     cols.append(("stopped because", [r.stop_reason or "-" for r in rs]))
     return cols
+
+
+#: the deployment columns: header, what the legend calls it, the cell of a rung's written
+#: model (None: nothing to show), and whether the column is shown only when some rung
+#: has a value (the latency: measured at a rung's end only)
+_DEPLOYMENT = (
+    ("nodes", "internal nodes", lambda d: str(d.internal_nodes), False),
+    ("depth", "maximum depth", lambda d: str(d.max_depth), False),
+    (
+        "cmp/row",
+        "comparisons per prediction (mean over the --data rows)",
+        lambda d: f"{d.mean_comparisons:.1f}",
+        False,
+    ),
+    ("ONNX", "file size", lambda d: file_size(d.onnx_bytes), False),
+    (
+        "us/row",
+        "onnxruntime latency per row over the data in one batch (measured by compress, 1 "
+        "thread; '-': not measured)",
+        lambda d: (
+            None if d.latency_us_per_row_batch is None else f"{d.latency_us_per_row_batch:.3g}"
+        ),
+        True,
+    ),
+)
+
+
+def _deployment_columns(rs: list[RungRecord], sized: list[bool]) -> list[tuple[str, list[str]]]:
+    """The written model's internal nodes, depth, comparisons per prediction, ONNX size
+    and (where measured) latency per rung: the rung's value only, the original's is in
+    the legend (:func:`original_sizes`); none when no rung states them."""
+    deps = [r.deployment if s else None for r, s in zip(rs, sized)]
+    if all(d is None for d in deps):
+        return []
+    cols = []
+    for head, _, cell, optional in _DEPLOYMENT:
+        cells = [None if d is None else cell(d.after) for d in deps]
+        if optional and all(c is None for c in cells):
+            continue
+        cols.append((head, ["-" if c is None else c for c in cells]))
+    return cols
+
+
+def original_sizes(rec: FrontierRecord) -> str | None:
+    """The original's values of the deployment columns, in words (None: no rung states
+    them)."""
+    dep = next((r.deployment for r in rec.rungs if r.deployment is not None), None)
+    if dep is None:
+        return None
+    b = dep.before
+    words = [
+        f"{b.internal_nodes} internal nodes",
+        f"depth {b.max_depth}",
+        f"{b.mean_comparisons:.1f} comparisons per prediction",
+        f"{file_size(b.onnx_bytes)} ONNX",
+    ]
+    if b.latency_us_per_row_batch is not None:
+        words.append(f"{b.latency_us_per_row_batch:.3g} us/row")
+    return ", ".join(words)
 
 
 def table_header(rec: FrontierRecord) -> list[str]:
@@ -112,6 +175,15 @@ def legend(rec: FrontierRecord) -> list[str]:
         lines.append(
             "bound: proved: no faithful model of the original's depth has fewer trees "
             "(shown when it says more than 1 tree)"
+        )
+    shown = [(h, words) for h, words, _, _ in _DEPLOYMENT if h in heads]
+    if shown:
+        lines.append(
+            ", ".join(h for h, _ in shown)
+            + ": the written model's "
+            + ", ".join(words for _, words in shown)
+            + "; the original: "
+            + (original_sizes(rec) or "-")
         )
     if "estimate" in heads:
         lines.append(
