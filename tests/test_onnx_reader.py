@@ -418,10 +418,6 @@ def _classes_from_constant(m):
     m.graph.node.insert(0, helper.make_node("Constant", [], [ini.name], value=ini))
 
 
-def _drop_scores_output(m):
-    del m.graph.output[1]
-
-
 def _second_scores_copy(m):
     m.graph.node.append(helper.make_node("Identity", ["pace_scores"], ["scores2"]))
     m.graph.output.append(helper.make_tensor_value_info("scores2", TensorProto.FLOAT, None))
@@ -441,20 +437,61 @@ def _symbolic_width(m):
         _leak_input,
         _unknown_op,
         _classes_from_constant,
-        _drop_scores_output,
         _second_scores_copy,
         _opset_1,
         _symbolic_width,
     ],
 )
-def test_pace_cert_format_accepts_only_what_the_writer_writes(edit):
+@pytest.mark.parametrize("labels", [None, [10, 20, 30]])
+def test_pace_cert_format_accepts_only_what_the_writer_writes(edit, labels):
     """The compressed model is certified as written: any node, output, initializer,
-    opset or interface the writer does not produce is rejected."""
+    opset or interface the writer does not produce is rejected (labels 0..K-1: ArgMax
+    writes the label; other labels: a Gather from the class list)."""
     ens, info = ensemble_from_model(_small_export("rf"))
+    if labels is not None:
+        ens = dataclasses.replace(ens, classes=np.array(labels, np.int64))
+    elif edit is _classes_from_constant:
+        return  # no class list to move: there is no Gather
     model = ensemble_to_onnx(ens, info)
     edit(model)
     with pytest.raises(UnsupportedModel, match="recognise_pace_cert_argmax"):
         ensemble_from_model(model)
+
+
+@pytest.mark.parametrize("labels", [None, [10, 20, 30], ["a", "b", "c"]])
+@pytest.mark.parametrize("scores", [True, False])
+def test_pace_cert_format_reads_back_what_it_wrote(labels, scores):
+    """Every layout the writer produces (with or without the scores output; labels that
+    are the class indices, other integers or strings) reads back as the same ensemble,
+    whose labels are onnxruntime's on the grid."""
+    ens, info = ensemble_from_model(_small_export("rf"))
+    if labels is not None:
+        ens = dataclasses.replace(ens, classes=np.array(labels, object if labels[0] == "a"
+                                                                else np.int64))  # fmt: skip
+        info = dataclasses.replace(info, label_is_string=labels[0] == "a")
+    if not scores:
+        info = dataclasses.replace(info, scores_name=None)
+    model = ensemble_to_onnx(ens, info)
+    back, _ = ensemble_from_model(model)
+    assert list(back.classes) == list(ens.classes)
+    assert len(model.graph.output) == (2 if scores else 1)
+    ops = [n.op_type for n in model.graph.node]
+    assert ops == ["TreeEnsembleRegressor", "ArgMax", *([] if labels is None else ["Gather"])]
+    assert np.array_equal(back.predict(GRID3).astype(str), _ort(model).astype(str))
+
+
+def test_the_old_layout_with_an_identity_still_reads():
+    """Models written before the scores output came straight from the regressor (an
+    Identity copied it) are read as they were."""
+    ens, info = ensemble_from_model(_small_export("rf"))
+    ens = dataclasses.replace(ens, classes=np.array([10, 20, 30], np.int64))
+    model = ensemble_to_onnx(ens, info)
+    reg = next(n for n in model.graph.node if n.op_type == "TreeEnsembleRegressor")
+    am = next(n for n in model.graph.node if n.op_type == "ArgMax")
+    reg.output[0] = am.input[0] = "pace_scores"
+    model.graph.node.append(helper.make_node("Identity", ["pace_scores"], [info.scores_name]))
+    back, _ = ensemble_from_model(model)
+    assert np.array_equal(back.predict(GRID3), _ort(model))
 
 
 def test_read_ensemble_names_the_file(tmp_path):

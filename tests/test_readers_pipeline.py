@@ -201,7 +201,8 @@ def test_compressed_pipeline_reads_the_raw_input(tmp_path):
     res = run_compress(tmp_path / "model.onnx", tmp_path / "train.csv", tmp_path / "out", cfg)
     assert res.exit_code == 0
     comp = onnx.load(tmp_path / "out" / "compressed.onnx")
-    assert [n.op_type for n in comp.graph.node][:3] == ["TreeEnsembleRegressor", "ArgMax", "Gather"]
+    # labels 0..K-1: ArgMax's index is the label (no Gather)
+    assert [n.op_type for n in comp.graph.node] == ["TreeEnsembleRegressor", "ArgMax"]
     assert comp.graph.input[0].name == model.graph.input[0].name
     assert comp.graph.node[0].input[0] == comp.graph.input[0].name
     cert = json.loads((tmp_path / "out" / "certificate.json").read_text())

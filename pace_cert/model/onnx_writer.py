@@ -4,7 +4,10 @@ Graph: ``TreeEnsembleRegressor`` (one target per class, SUM, no post transform) 
 ``ArgMax`` (axis 1, first maximum) → ``Gather`` from the class-label constant. The
 label rule therefore never depends on TreeEnsembleClassifier's binary quirks. The
 input name and the output names/label type are the original's; the second output (if
-the original had one) carries the raw class scores.
+the original had one) is the regressor's raw class scores themselves. When the labels
+are the int64 class indices 0..K-1, ArgMax's index is the label and no Gather is
+written: each node costs onnxruntime about a microsecond a call, which is what a
+one-tree model's prediction costs in all at a batch of one row.
 
 Every value written is the float32 value certified: the IR passed in must already hold
 float32-representable thresholds, leaf values and base scores (checked here).
@@ -68,10 +71,11 @@ def ensemble_to_onnx(ens: Ensemble, info: OnnxModelInfo) -> onnx.ModelProto:
                 targets["target_nodeids"].append(int(node))
                 targets["target_ids"].append(c)
                 targets["target_weights"].append(float(t.value[node, c]))
+    scores = info.scores_name or "pace_scores"
     reg = helper.make_node(
         "TreeEnsembleRegressor",
         [info.input_name],
-        ["pace_scores"],
+        [scores],
         domain="ai.onnx.ml",
         n_targets=k,
         aggregate_function="SUM",
@@ -80,31 +84,39 @@ def ensemble_to_onnx(ens: Ensemble, info: OnnxModelInfo) -> onnx.ModelProto:
         **nodes,
         **targets,
     )
+    indices = not info.label_is_string and np.array_equal(
+        np.asarray(ens.classes), np.arange(k)
+    )  # the labels are ArgMax's indices: no Gather
     argmax = helper.make_node(
-        "ArgMax", ["pace_scores"], ["pace_index"], axis=1, keepdims=0, select_last_index=0
+        "ArgMax",
+        [scores],
+        [info.label_name if indices else "pace_index"],
+        axis=1,
+        keepdims=0,
+        select_last_index=0,
     )
-    if info.label_is_string:
-        classes = numpy_helper.from_array(
-            np.array([str(c) for c in ens.classes], dtype=object), "pace_classes"
+    graph_nodes = [reg, argmax]
+    initializer = []
+    label_type = TensorProto.STRING if info.label_is_string else TensorProto.INT64
+    if not indices:
+        values = (
+            np.array([str(c) for c in ens.classes], dtype=object)
+            if info.label_is_string
+            else ens.classes.astype(np.int64)
         )
-        label_type = TensorProto.STRING
-    else:
-        classes = numpy_helper.from_array(ens.classes.astype(np.int64), "pace_classes")
-        label_type = TensorProto.INT64
-    gather = helper.make_node("Gather", ["pace_classes", "pace_index"], [info.label_name], axis=0)
-    graph_nodes = [reg, argmax, gather]
+        initializer.append(numpy_helper.from_array(values, "pace_classes"))
+        graph_nodes.append(
+            helper.make_node("Gather", ["pace_classes", "pace_index"], [info.label_name], axis=0)
+        )
     outputs = [helper.make_tensor_value_info(info.label_name, label_type, [None])]
     if info.scores_name:
-        graph_nodes.append(helper.make_node("Identity", ["pace_scores"], [info.scores_name]))
-        outputs.append(
-            helper.make_tensor_value_info(info.scores_name, TensorProto.FLOAT, [None, k])
-        )
+        outputs.append(helper.make_tensor_value_info(scores, TensorProto.FLOAT, [None, k]))
     graph = helper.make_graph(
         graph_nodes,
         "pace_cert_compressed",
         [helper.make_tensor_value_info(info.input_name, TensorProto.FLOAT, [None, ens.n_features])],
         outputs,
-        initializer=[classes],
+        initializer=initializer,
     )
     model = helper.make_model(
         graph,

@@ -49,22 +49,26 @@ PACE_CERT_ATTRS = {
 
 
 def check_pace_cert_graph(model: onnx.ModelProto, reg, am, gather) -> None:
-    """The graph is exactly what :func:`pace_cert.model.onnx_writer.ensemble_to_onnx` writes.
+    """The graph is exactly what :func:`pace_cert.model.onnx_writer.ensemble_to_onnx`
+    writes, now or before.
 
-    Nodes: the TreeEnsembleRegressor reading the input, ArgMax, Gather from the class
-    list, plus optionally one Identity copying the scores to the second output; outputs:
-    the label (and that copy); one initializer, the class list; the writer's opsets and
-    IR version; only the attributes the writer sets. The certificate covers this graph;
-    anything more (an output leaking the input, a node onnxruntime cannot load, ...) is
-    not a model pace-cert wrote.
+    Nodes: the TreeEnsembleRegressor reading the input, ArgMax, and Gather from the class
+    list (none when ``gather`` is None: the labels are the class indices 0..K-1, ArgMax
+    writes the label); outputs: the label and optionally the scores, either the
+    regressor's output itself or (as written before) one Identity copying it; at most
+    one initializer, the class list of the Gather; the writer's opsets and IR version;
+    only the attributes the writer sets. The certificate covers this graph; anything
+    more (an output leaking the input, a node onnxruntime cannot load, ...) is not a
+    model pace-cert wrote.
     """
     g = model.graph
     ops = sorted(n.op_type for n in g.node)
     idents = [n for n in g.node if n.op_type == "Identity"]
-    if ops != sorted(["TreeEnsembleRegressor", "ArgMax", "Gather", *["Identity"] * len(idents)]):
+    wanted = ["TreeEnsembleRegressor", "ArgMax", *(["Gather"] if gather is not None else [])]
+    if ops != sorted([*wanted, *["Identity"] * len(idents)]):
         raise NoMatch(f"nodes other than pace-cert's: {ops}")
-    if len(idents) > 1 or len(g.output) != 1 + len(idents):
-        raise NoMatch("outputs other than the label and one copy of the scores")
+    if len(idents) > 1 or len(g.output) not in (1, 2) or (idents and len(g.output) != 2):
+        raise NoMatch("outputs other than the label and the scores")
     for n in g.node:
         if n.domain != (ML_DOMAIN if n.op_type == "TreeEnsembleRegressor" else ""):
             raise NoMatch(f"{n.op_type} in domain {n.domain!r}")
@@ -72,17 +76,23 @@ def check_pace_cert_graph(model: onnx.ModelProto, reg, am, gather) -> None:
         if extra:
             raise NoMatch(f"{n.op_type} with attributes {sorted(extra)}")
     scores = reg.output[0]
+    label = g.output[0].name
     wiring = [
         (reg, [interface_input(model).name], [scores]),
-        (am, [scores], [am.output[0]]),
-        (gather, [gather.input[0], am.output[0]], [g.output[0].name]),
+        (am, [scores], [label if gather is None else am.output[0]]),
         *((n, [scores], [g.output[1].name]) for n in idents),
     ]
+    if gather is not None:
+        wiring.append((gather, [gather.input[0], am.output[0]], [label]))
     if any(list(n.input) != ins or list(n.output) != outs for n, ins, outs in wiring):
         raise NoMatch("nodes are not wired as pace-cert writes them")
-    if idents and g.output[1].type.tensor_type.elem_type != onnx.TensorProto.FLOAT:
-        raise NoMatch("the scores output must be float")
-    if [i.name for i in g.initializer] != [gather.input[0]] or g.sparse_initializer:
+    if len(g.output) == 2:
+        if not idents and g.output[1].name != scores:
+            raise NoMatch("the second output must be the regressor's scores")
+        if g.output[1].type.tensor_type.elem_type != onnx.TensorProto.FLOAT:
+            raise NoMatch("the scores output must be float")
+    classes = [gather.input[0]] if gather is not None else []
+    if [i.name for i in g.initializer] != classes or g.sparse_initializer:
         raise NoMatch("the class list must be the only initializer")
     if len(g.input) != 1 or model.functions:
         raise NoMatch("inputs or functions other than pace-cert's")
@@ -97,13 +107,20 @@ def check_pace_cert_graph(model: onnx.ModelProto, reg, am, gather) -> None:
 
 def recognise_pace_cert_argmax(model: onnx.ModelProto) -> Ensemble:
     """pace-cert's own output: TreeEnsembleRegressor -> ArgMax -> Gather(class labels),
-    exactly as the writer lays it out (:func:`check_pace_cert_graph`)."""
+    or without the Gather when the labels are the class indices, exactly as the writer
+    lays it out (:func:`check_pace_cert_graph`)."""
     prod = producers(model)
-    gather = prod.get(model.graph.output[0].name)
-    if gather is None or gather.op_type != "Gather" or attrs(gather).get("axis", 0) != 0:
-        raise NoMatch("label is not Gather(classes, ArgMax(scores))")
-    classes = const(model, gather.input[0]).reshape(-1)
-    am = expect(prod, gather.input[1], "ArgMax")
+    last = prod.get(model.graph.output[0].name)
+    if last is not None and last.op_type == "Gather":
+        gather = last
+        if attrs(gather).get("axis", 0) != 0:
+            raise NoMatch("label is not Gather(classes, ArgMax(scores))")
+        classes = const(model, gather.input[0]).reshape(-1)
+        am = expect(prod, gather.input[1], "ArgMax")
+    elif last is not None and last.op_type == "ArgMax":
+        gather, am, classes = None, last, None
+    else:
+        raise NoMatch("label is not Gather(classes, ArgMax(scores)) or ArgMax(scores)")
     at = attrs(am)
     if at.get("axis", 0) != 1 or at.get("select_last_index", 0) != 0 or at.get("keepdims", 1):
         raise NoMatch("ArgMax must be over axis 1, first index, keepdims=0")
@@ -112,7 +129,11 @@ def recognise_pace_cert_argmax(model: onnx.ModelProto) -> Ensemble:
     if attrs(reg).get("post_transform", b"NONE") not in (b"NONE", "NONE"):
         raise NoMatch("regressor post_transform must be NONE")
     label_type = model.graph.output[0].type.tensor_type.elem_type
-    if classes.dtype == np.int64 and label_type == onnx.TensorProto.INT64:
+    if classes is None:  # ArgMax writes the label: the class indices 0..n_targets-1
+        if label_type != onnx.TensorProto.INT64:
+            raise NoMatch("a label written by ArgMax must be int64")
+        classes = np.arange(int(attrs(reg).get("n_targets", 0)), dtype=np.int64)
+    elif classes.dtype == np.int64 and label_type == onnx.TensorProto.INT64:
         pass
     elif classes.dtype == object and label_type == onnx.TensorProto.STRING:
         classes = np.array(
