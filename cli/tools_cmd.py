@@ -39,11 +39,18 @@ def report(
 
 def inspect(
     model: Annotated[Path, typer.Argument(help="An ONNX tree-ensemble classifier.")],
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            "--data", help="A CSV whose header names the features (e.g. the training CSV)."
+        ),
+    ] = None,
     as_json: JsonOpt = False,
     debug: DebugOpt = False,
 ) -> None:
     """Family, estimators and trees, depth, leaves, classes, features, the detected
-    exporter pattern and any input transform folded into the splits."""
+    exporter pattern and any input transform folded into the splits; a model of one tree
+    (e.g. compress --mode tree) is printed as its rules."""
 
     def body() -> int:
         from pace_cert.model.ensemble import family_of
@@ -68,8 +75,14 @@ def inspect(
             if fold is None
             else {"ops": list(fold.ops), "folded_thresholds": len(fold.splits)},
         }
+        rules = None
+        if ens.n_trees == 1:  # one tree: its rules, the features named by --data's header
+            from pace_cert.tree_text import tree_rules
+
+            names = _feature_names(data, ens.n_features) if data is not None else None
+            rules = tree_rules(ens.trees[0], ens.classes, names)
         if as_json:
-            print_json(d)
+            print_json({**d, "rules": rules})
             return 0
         for k, v in d.items():
             if k == "estimators" and ens.n_estimators != ens.n_trees:
@@ -83,9 +96,29 @@ def inspect(
                     "thresholds: the trees read the raw input"
                 )
             typer.echo(f"{k:>15}: {v}")
+        if rules is not None:
+            typer.echo("")
+            for line in rules:
+                typer.echo(line)
         return 0
 
     run_command(body, debug)
+
+
+def _feature_names(path: Path, n_features: int) -> list[str]:
+    """The first ``n_features`` column names of a CSV's header (InputError when it
+    cannot be read or is too short)."""
+    from pace_cert.errors import InputError
+
+    try:
+        with open(path) as f:
+            header = f.readline().strip().split(",")
+    except OSError as e:
+        raise InputError(path, f"cannot read the CSV header ({e.strerror or e})") from None
+    if len(header) < n_features:
+        raise InputError(path, f"the header names {len(header)} columns, the model reads "
+                         f"{n_features} features")  # fmt: skip
+    return header[:n_features]
 
 
 def demo(

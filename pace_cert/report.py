@@ -58,7 +58,7 @@ def write_report(cert_path: Path, out: Path) -> None:
     from pace_cert.outputs import write_atomic
 
     cert = load_certificate(Path(cert_path))
-    page = render(cert, str(cert_path))
+    page = render(cert, str(cert_path), single_tree(cert, Path(cert_path).parent))
     out = Path(out)
     if out.is_dir():
         raise InputError(out, "is a directory, expected an HTML file name")
@@ -71,8 +71,29 @@ def write_report(cert_path: Path, out: Path) -> None:
 # ---------------------------------------------------------------------------- page
 
 
-def render(cert: Certificate, source: str = "certificate.json") -> str:
-    """The report of ``cert`` as one HTML document."""
+def single_tree(cert: Certificate, folder: Path):
+    """The compressed model's one tree, read from ``compressed.onnx`` beside the
+    certificate when that file is the one certified (same SHA-256) and holds one tree;
+    else None. (ensemble, tree) for :func:`_tree`."""
+    from pace_cert.cert.certificate import sha256_file
+    from pace_cert.errors import PaceError
+    from pace_cert.model.onnx_reader import read_ensemble
+
+    path = folder / "compressed.onnx"
+    if cert.compressed.trees != 1 or not path.is_file():
+        return None
+    if sha256_file(path) != cert.compressed.sha256:
+        return None
+    try:
+        ens, _ = read_ensemble(path)
+    except PaceError:
+        return None
+    return ens if ens.n_trees == 1 else None
+
+
+def render(cert: Certificate, source: str = "certificate.json", tree=None) -> str:
+    """The report of ``cert`` as one HTML document (``tree``: the compressed model when
+    it is one tree, drawn with its rules; None: not shown)."""
     s = cert.summary
     sections = [
         summary_paragraph(cert),
@@ -81,6 +102,7 @@ def render(cert: Certificate, source: str = "certificate.json") -> str:
         _region(cert),
         _technical(cert),
         _sizes(cert),
+        _tree(cert, tree),
         _proofs(cert),
         _history(cert),
         _agreement(cert),
@@ -299,6 +321,33 @@ def _sizes(cert: Certificate) -> str:
         )  # fmt: skip
         out += _more(len(s.boundary_witnesses), len(shown))
     return out
+
+
+def _tree(cert: Certificate, ens) -> str:
+    """The certified tree for an auditor: a drawing (small trees) and its rules, the
+    features by the training data's column names."""
+    if ens is None:
+        return ""
+    from pace_cert.tree_text import tree_rules, tree_svg
+
+    names = cert.data.feature_names if cert.data is not None else None
+    tree = ens.trees[0]
+    svg = tree_svg(tree, ens.classes, names)
+    rules = "\n".join(tree_rules(tree, ens.classes, names))
+    n = cert.compressed.leaves
+    out = (
+        "<h3 id='tree'>The certified tree</h3><p>The compressed model is one decision tree "
+        f"of {n} leaves and depth {cert.compressed.max_depth} (read from "
+        "<code>compressed.onnx</code> beside this certificate, its SHA-256 the certified "
+        "one). A row goes left (<em>yes</em>) when its feature is at most the threshold, "
+        "as onnxruntime compares float32 values; every leaf predicts one class.</p>"
+    )
+    if svg is not None:
+        out += f"<div class='plot' style='overflow-x:auto'>{svg}</div>"
+    return out + (
+        f"<details{' open' if svg is None and n <= 200 else ''}><summary>Rules "
+        f"({n} leaves)</summary><pre>{esc(rules)}</pre></details>"
+    )
 
 
 def _deployment(cert: Certificate) -> str:

@@ -135,3 +135,46 @@ def test_a_large_domain_is_certified_counterexample_by_counterexample(zoo_model)
     P = np.array(list(itertools.product(*values)), np.float32)
     inside = region_mask(original, region_margin(original, 0.1), None, P)
     assert np.array_equal(original.predict(P[inside]), res.compressed.predict(P[inside]))
+
+
+def _rules_predict(rules: list[str], names: list[str], X: np.ndarray) -> list[str]:
+    """Read ``tree_rules`` text back: per row, the class of the one leaf whose printed
+    conditions all hold (the reader a user is, written down)."""
+    leaves, stack = [], []
+    for line in rules:
+        depth = line.count("|   ")
+        body = line.split("|--- ", 1)[1]
+        del stack[depth:]
+        if body.startswith("class: "):
+            leaves.append((list(stack), body[len("class: ") :]))
+            continue
+        name, op, th = body.split()
+        stack.append((names.index(name), op, np.float32(th)))
+    out = []
+    for x in X:
+        hits = [c for conds, c in leaves if all((x[f] <= t) == (op == "<=") for f, op, t in conds)]
+        assert len(hits) == 1
+        out.append(hits[0])
+    return out
+
+
+def test_the_rules_inspect_prints_are_the_tree(compress_run):
+    run = compress_run("diabetes", "rf", 4, 2, "--mode", "tree", "--eta", "0.2")
+    comp = run.out / "compressed.onnx"
+    res = invoke("inspect", comp, "--data", run.data, "--json")
+    assert res.exit_code == 0, res.output
+    rules = json.loads(res.stdout)["rules"]
+    names = open(run.data).readline().strip().split(",")[:-1]
+    X = read_rows(run.data)
+    assert _rules_predict(rules, names, X) == [str(v) for v in labels(comp, X)]
+    text = invoke("inspect", comp, "--data", run.data)
+    assert text.exit_code == 0 and "|--- class: " in text.stdout
+    assert any(n in text.stdout for n in names)
+
+
+def test_the_report_draws_the_certified_tree(compress_run, tmp_path):
+    run = compress_run("seeds", "rf", 5, 2, "--mode", "tree")
+    res = invoke("report", run.out / "certificate.json", "--out", tmp_path / "r.html")
+    assert res.exit_code == 0, res.output
+    page = (tmp_path / "r.html").read_text()
+    assert "The certified tree" in page and "<svg" in page and "class: " in page

@@ -312,3 +312,36 @@ def region_cells(
         P, y = region_points(original, margin, plausibility, P)
         cells.add_points(P, y)
     return cells
+
+
+def confident_cells(
+    original: Ensemble, grid: ForestGrid, domain: FeatureDomain, margin: float, enum_cells: int
+) -> LabelledCells | None:
+    """Every forest cell holding an allowed domain point where the original's margin is
+    above ``margin`` (its margin is the same at every point of the cell), whatever the
+    plausibility: a superset of the region's cells, so a tree pure on them is faithful
+    (``complete``). None when the grid has more than ``enum_cells`` cells."""
+    sizes = [len(t) + 1 for t in grid.thresholds]
+    total = float(np.prod([float(v) for v in sizes]))
+    if total > enum_cells:
+        return None
+    # per feature, a point of each forest cell that the domain allows (None: it holds none)
+    reps = []
+    for f, th in enumerate(grid.thresholds):
+        dth, allowed = domain.thresholds[f], np.flatnonzero(domain.allowed(f))
+        lower = np.r_[-1, np.searchsorted(dth, th)]  # the last domain cell below each cell
+        upper = np.r_[np.searchsorted(dth, th), len(dth)]  # the last domain cell inside it
+        pos = np.searchsorted(allowed, lower + 1)  # the first allowed domain cell inside
+        ok = (pos < len(allowed)) & (allowed[np.minimum(pos, len(allowed) - 1)] <= upper)
+        reps.append((np.flatnonzero(ok), domain.reps[f][allowed[pos[ok]]]))
+    cells = LabelledCells(grid, complete=True)
+    n = int(np.prod([len(r[0]) for r in reps], dtype=np.int64))
+    chunk = 1 << 17
+    for start in range(0, n, chunk):
+        idx = np.unravel_index(np.arange(start, min(n, start + chunk)), [len(r[0]) for r in reps])
+        coords = np.stack([r[0][i] for r, i in zip(reps, idx)], axis=1).astype(np.int64)
+        P = np.stack([r[1][i] for r, i in zip(reps, idx)], axis=1).astype(np.float32)
+        inside = margin_mask(original, P, margin)
+        if inside.any():
+            cells.add(coords[inside], original.predict_index(P[inside]))
+    return cells

@@ -34,6 +34,8 @@ from pace_cert.driver.step import BaseStep
 from pace_cert.learners.pool import fold
 from pace_cert.learners.region_cells import (
     ForestGrid,
+    LabelledCells,
+    confident_cells,
     flood_fill,
     region_cells,
     region_points,
@@ -63,6 +65,7 @@ class TreeSearch:
     """The labelled cells of one run and the fits on them (see the module docstring)."""
 
     def __init__(self, state: RunState, budget: Budget, max_depth: int | None) -> None:
+        # ``budget``: the step's; each pass (:meth:`certify`) works within its own
         self.state, self.budget, self.max_depth = state, budget, max_depth
         cfg = state.cfg
         self.tuning = cfg.tuning.tree
@@ -98,16 +101,20 @@ class TreeSearch:
         )  # fmt: skip
         self.cells.add_points(P, y)
 
-    def fit(self, exact_boxes: int) -> CellTree | None:
+    def fit(self, exact_boxes: int, cells: LabelledCells | None = None) -> CellTree | None:
         """A tree pure on the labelled cells (the samples' cells added, their
-        neighbourhood flooded first); None when none within the caps (the reason is
-        recorded)."""
+        neighbourhood flooded first), or on ``cells`` when given (a complete superset);
+        None when none within the caps (the reason is recorded)."""
         s, cfg = self.state, self.state.cfg
-        if not self.cells.complete and len(s.X) > self.flooded:
-            self._flood(s.X[self.flooded :])
-        self.flooded = len(s.X)
-        self.cells.add_points(s.X, s.y0)
-        coords, labels = self.cells.arrays()
+        if cells is None:
+            if not self.cells.complete and len(s.X) > self.flooded:
+                self._flood(s.X[self.flooded :])
+            self.flooded = len(s.X)
+            self.cells.add_points(s.X, s.y0)
+            cells = self.cells
+        else:
+            cells.add_points(s.X, s.y0)
+        coords, labels = cells.arrays()
         self.report.cells = len(labels)
         try:
             ct = fit_cell_tree(
@@ -174,13 +181,26 @@ class TreeSearch:
         )
         return model
 
-    def certify(self, exact_boxes: int, budget: Budget) -> PhaseResult:
-        """The faithful loop over fits with this exact-program limit."""
+    def superset(self) -> LabelledCells | None:
+        """Every cell of the original's grid where it is confident, plausible or not
+        (:func:`confident_cells`): a tree pure on them is faithful whatever the
+        plausibility forest says; None when the grid is too large to enumerate."""
+        s = self.state
+        return confident_cells(
+            s.original, self.grid, s.domain, s.region.margin, self.tuning.enum_cells
+        )
+
+    def certify(
+        self, exact_boxes: int, budget: Budget, cells: LabelledCells | None = None
+    ) -> PhaseResult:
+        """The faithful loop over fits with this exact-program limit (on ``cells`` when
+        given, else on the run's labelled cells), its fits and floods within ``budget``."""
+        self.budget = budget
         K = self.state.original.n_classes
         last: dict[str, Ensemble] = {}
 
         def solve(_A: np.ndarray) -> MasterSolution | None:
-            ct = self.fit(exact_boxes)
+            ct = self.fit(exact_boxes, cells)
             if ct is None:
                 return None
             last["model"] = self.model(ct)
@@ -220,8 +240,18 @@ class SingleTree(BaseStep):
         if not self.learner:  # the certificate's single-tree block is mode tree's
             state.tree = search.report
         tuning = state.cfg.tuning.tree
-        first = search.certify(tuning.first_boxes, budget)
+        complete = search.cells.complete
+        # counterexample-guided on the known cells; on half the time when a superset
+        # of the region's cells can take over
+        superset = None if complete else search.superset()
+        first = search.certify(
+            tuning.first_boxes, budget if superset is None else budget.share(0.5)
+        )
         yield Offer(first, "tree")
+        if not first.certified and superset is not None and not budget.expired():
+            state.say(f"[tree] every confident cell, plausible or not: {len(superset)} cells")
+            first = search.certify(tuning.first_boxes, budget, superset)
+            yield Offer(first, "tree")
         if not first.certified or first.optimal or budget.expired():
             return  # no tree, or one the exact program found at its root
         if tuning.exact_boxes > tuning.first_boxes:
