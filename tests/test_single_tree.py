@@ -164,7 +164,7 @@ def test_the_rules_inspect_prints_are_the_tree(compress_run):
     res = invoke("inspect", comp, "--data", run.data, "--json")
     assert res.exit_code == 0, res.output
     rules = json.loads(res.stdout)["rules"]
-    names = open(run.data).readline().strip().split(",")[:-1]
+    names = run.data.read_text().splitlines()[0].split(",")[:-1]
     X = read_rows(run.data)
     assert _rules_predict(rules, names, X) == [str(v) for v in labels(comp, X)]
     text = invoke("inspect", comp, "--data", run.data)
