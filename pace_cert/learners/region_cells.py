@@ -320,11 +320,7 @@ def confident_cells(
     """Every forest cell holding an allowed domain point where the original's margin is
     above ``margin`` (its margin is the same at every point of the cell), whatever the
     plausibility: a superset of the region's cells, so a tree pure on them is faithful
-    (``complete``). None when the grid has more than ``enum_cells`` cells."""
-    sizes = [len(t) + 1 for t in grid.thresholds]
-    total = float(np.prod([float(v) for v in sizes]))
-    if total > enum_cells:
-        return None
+    (``complete``). None when more than ``enum_cells`` cells hold an allowed point."""
     # per feature, a point of each forest cell that the domain allows (None: it holds none)
     reps = []
     for f, th in enumerate(grid.thresholds):
@@ -334,6 +330,8 @@ def confident_cells(
         pos = np.searchsorted(allowed, lower + 1)  # the first allowed domain cell inside
         ok = (pos < len(allowed)) & (allowed[np.minimum(pos, len(allowed) - 1)] <= upper)
         reps.append((np.flatnonzero(ok), domain.reps[f][allowed[pos[ok]]]))
+    if float(np.prod([float(len(r[0])) for r in reps])) > enum_cells:
+        return None
     cells = LabelledCells(grid, complete=True)
     n = int(np.prod([len(r[0]) for r in reps], dtype=np.int64))
     chunk = 1 << 17
