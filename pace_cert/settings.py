@@ -147,7 +147,8 @@ class PaceTuning:
     right after pruning; ``merge_original``: first certify the original with its shared
     splits merged; ``synth_threads``: CP-SAT workers per synthesis solve (0: the run's
     threads); ``tree_share``: of the time left, for one tree of the learner depth
-    before pruning (0: no such step)."""
+    before pruning (0: no such step); ``collapse_rounds``: rounds of the faithful loop
+    per collapsed split (objective leaves)."""
 
     prune_share: float = 1.0
     generate_share: float = 1.0
@@ -159,7 +160,8 @@ class PaceTuning:
     bound_seconds: float = 10.0
     merge_original: bool = True
     synth_threads: int = 1
-    tree_share: float = 0.25
+    tree_share: float = 0.1
+    collapse_rounds: int = 3
 
 
 @dataclass(frozen=True)
@@ -392,6 +394,7 @@ RULES: tuple[Rule, ...] = (
     _seconds("pace.bound_seconds"),
     _count("pace.synth_threads"),
     _share("pace.tree_share"),
+    _count("pace.collapse_rounds", 1),
     _share("bound.pruning_share"),
     _seconds("bound.pruning_seconds"),
     _count("bound.pruning_points", 1),

@@ -387,7 +387,8 @@ class Summary(_Strict):
         "(the original without trees no region input can notice), l1, l0, "
         "l0-grow, l0-reweighted, l0-shrink, eliminate, shrink, boost, l0-enriched, refit, synth, "
         "l0-enriched-grow, l0-enriched-reweighted, l0-enriched-shrink, l1-generated, l0-bound "
-        "(a support the pruning bound's aimed search certified), tree (one decision tree: "
+        "(a support the pruning bound's aimed search certified), collapse (objective leaves: "
+        "splits of the best model collapsed, its leaves re-fitted), tree (one decision tree: "
         "mode tree, or in mode pace one learner of the learner depth) or start (the model of a "
         "frontier's enclosing rung, certified again in this region)"
     )

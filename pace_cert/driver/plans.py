@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pace_cert.driver.phases.boost import Boost
+from pace_cert.driver.phases.collapse import Collapse
 from pace_cert.driver.phases.eliminate import Eliminate, FreeRemoval
 from pace_cert.driver.phases.generate import Generate
 from pace_cert.driver.phases.l0 import L0Loop
@@ -83,6 +84,7 @@ PLANS: dict[str, Plan] = {
             ShrinkStep(),
             L0Loop("l0"),  # prune first: PACE is never larger than prune
             WitnessBound(),
+            Collapse(),  # objective leaves: splits collapsed one at a time, leaves re-fitted
             SynthBound(),  # depth <= 2: CP-SAT proofs of a lower bound on the size
             Boost(),  # totally corrective boosting for a smaller support
             L1Refresh(),  # fresh duals on the samples added since

@@ -31,11 +31,14 @@ from pace_cert.master.rows import MasterSolution
 from pace_cert.model.ensemble import Ensemble, Tree
 
 
-def refit_loop(state: RunState, chosen: list[Tree], k: int, budget: Budget) -> PhaseResult | None:
-    """The faithful loop over the free leaf values of the partitions ``chosen``;
-    None when the max-margin LP cannot meet the samples (at once or after some). A
-    certified result's trees are marked new, their leaf values folded (weight 1
-    each); ``keep`` is empty (not a weighting of the pool)."""
+def refit_loop(
+    state: RunState, chosen: list[Tree], k: int, budget: Budget, max_rounds: int | None = None
+) -> PhaseResult | None:
+    """The faithful loop over the free leaf values of the partitions ``chosen`` (at most
+    ``max_rounds`` rounds; None: the master tuning's); None when the max-margin LP cannot
+    meet the samples (at once or after some). A certified result's trees are marked new,
+    their leaf values folded (weight 1 each); ``keep`` is empty (not a weighting of the
+    pool)."""
     ind = [x for t in chosen for x in refit.indicators(t, k)]
     n = len(ind)
 
@@ -58,7 +61,7 @@ def refit_loop(state: RunState, chosen: list[Tree], k: int, budget: Budget) -> P
         )
         return model, kept
 
-    res = faithful_loop(state, "refit", solve, ind, budget, make=make)
+    res = faithful_loop(state, "refit", solve, ind, budget, make=make, max_rounds=max_rounds)
     if res.gave_up:
         return None
     if not res.certified or res.model is None:
