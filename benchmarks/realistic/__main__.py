@@ -2,7 +2,7 @@
 
 Every model of ``models.py`` in every region (global: eta = delta = 0; eta = delta =
 0.1; delta = 0.1 alone) is compressed as a user would, ``pace-cert compress --mode pace
---time-limit T`` in a fresh process (the limit counts from process start), then the
+--time-limit T`` (``--mode MODE`` picks another mode) in a fresh process (the limit counts from process start), then the
 result is checked with ``pace-cert verify --data train.csv --probe 20000`` (a fresh CP-SAT
 proof plus an onnxruntime replay of 20,000 points near the data; any disagreement
 inside the region refutes). Per run: exit code, trees and leaves before and after,
@@ -61,14 +61,16 @@ class Row:
     note: str
 
 
-def run_one(model, region: str, limit: float, work: Path, threads: int = 2) -> Row:
+def run_one(
+    model, region: str, limit: float, work: Path, threads: int = 2, mode: str = "pace"
+) -> Row:
     eta, delta = REGIONS[region]
     folder = work / model.key
     onnx_path, train, _test = build(model, folder)
-    out = folder / f"out-{region}"
+    out = folder / (f"out-{region}" if mode == "pace" else f"out-{mode}-{region}")
     cmd = [
         *CLI, "compress", str(onnx_path), "--data", str(train), "--out", str(out),
-        "--mode", "pace", "--eta", str(eta), "--delta", str(delta),
+        "--mode", mode, "--eta", str(eta), "--delta", str(delta),
         "--time-limit", str(limit), "--threads", str(threads), "--quiet", "--json",
     ]  # fmt: skip
     code, _stdout, err, wall, rss = run_process(cmd, timeout=3 * limit + 120)
@@ -174,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--regions", default=",".join(REGIONS))
     ap.add_argument("--time-limit", type=float, default=300.0)
     ap.add_argument("--name", default="real", help="result file stem")
+    ap.add_argument("--mode", default="pace", help="compress --mode (pace, prune, tree)")
     ap.add_argument("--fresh", action="store_true")
     ap.add_argument("--jobs", type=int, default=1, help="runs at once (each in its own process)")
     ap.add_argument("--threads", type=int, default=2, help="--threads of each compress/verify")
@@ -197,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
         model, region = job
         key = f"{model.key}/{region}"
         print(f"[real] {key} ...", flush=True)
-        row = run_one(model, region, args.time_limit, args.work, args.threads)
+        row = run_one(model, region, args.time_limit, args.work, args.threads, args.mode)
         with lock:
             _append(csv_path, row)
         print(
