@@ -4,12 +4,12 @@ Every model of ``models.py`` in every region (global: eta = delta = 0; eta = del
 0.1; delta = 0.1 alone) is compressed as a user would, ``pace-cert compress --mode pace
 --time-limit T`` (``--mode MODE`` picks another mode) in a fresh process (the limit
 counts from process start), then the result is checked with ``pace-cert verify --data
-train.csv --probe 20000`` (a fresh CP-SAT proof plus an onnxruntime replay of 20,000 points near the data; any disagreement
-inside the region refutes). Per run: exit code, trees and leaves before and after,
-proved size lower bound, wall time and overrun beyond the limit, peak RSS of the
-compress process, verify time and verdict, and the in-region replay count. Resumable:
-rows already in the CSV are skipped (``--fresh`` starts over). The report ends with
-``certified-smaller: K/N`` and ``median ratio: R.Rx``.
+train.csv --probe 20000`` (a fresh CP-SAT proof plus an onnxruntime replay of 20,000
+points near the data; any disagreement inside the region refutes). Per run: exit code,
+trees and leaves before and after, proved size lower bound, wall time and overrun beyond
+the limit, peak RSS of the compress process, verify time and verdict, and the in-region
+replay count. Resumable: rows already in the CSV are skipped (``--fresh`` starts over).
+The report ends with ``certified-smaller: K/N`` and ``median ratio: R.Rx``.
 """
 
 from __future__ import annotations
