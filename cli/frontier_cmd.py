@@ -66,8 +66,8 @@ def frontier(
         str,
         typer.Option(
             help="pace (default: prune, then look for a smaller support mixing original and "
-            "newly generated trees; never larger than prune) or prune (L1 then L0 on the "
-            "original trees)."
+            "newly generated trees; never larger than prune), prune (L1 then L0 on the "
+            "original trees) or tree (one decision tree per rung)."
         ),
     ] = "pace",
     time_limit: Annotated[
@@ -114,8 +114,8 @@ def frontier(
         from pace_cert.frontier.table import render_text
         from pace_cert.guard import GuardStop, ProcessGuard
 
-        if mode not in ("pace", "prune"):
-            raise InputError(None, f"--mode: expected pace or prune, got {mode!r}")
+        if mode not in ("pace", "prune", "tree"):
+            raise InputError(None, f"--mode: expected pace, prune or tree, got {mode!r}")
         if backend not in ("local", "ray"):
             raise InputError(None, f"--backend: expected local or ray, got {backend!r}")
         try:

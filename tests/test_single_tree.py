@@ -178,3 +178,22 @@ def test_the_report_draws_the_certified_tree(compress_run, tmp_path):
     assert res.exit_code == 0, res.output
     page = (tmp_path / "r.html").read_text()
     assert "The certified tree" in page and "<svg" in page and "class: " in page
+
+
+def test_a_frontier_of_trees_verifies_rung_by_rung(zoo_model, tmp_path):
+    """Mode tree on a ladder: each rung's directory holds one certified tree that verify
+    re-proves alone, and an inner rung is never larger than the rung it started from."""
+    model, data = zoo_model("seeds", "rf", 5, 2)
+    out = tmp_path / "out"
+    res = invoke("frontier", model, "--data", data, "--out", out, "--eta", "0,0.2",
+                 "--mode", "tree", "--time-limit", "600")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    rec = json.loads((out / "frontier.json").read_text())
+    assert [r["name"] for r in rec["rungs"]] == ["global", "eta0.2"]
+    for r in rec["rungs"]:
+        d = out / r["name"]
+        assert r["status"] == "certified" and r["trees_after"] == 1
+        v = invoke("verify", model, d / "compressed.onnx", d / "certificate.json")
+        assert v.exit_code == 0, v.output
+    outer, inner = rec["rungs"]
+    assert inner["leaves_after"] <= outer["leaves_after"]
