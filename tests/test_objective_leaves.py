@@ -54,3 +54,20 @@ def test_pace_with_objective_leaves_beats_a_prune_proved_minimal(compress_run):
     assert q["leaves_after"] < prune_leaves
     res = invoke("verify", pace.model, pace.out / "compressed.onnx", pace.out / "certificate.json")
     assert res.exit_code == 0, res.output
+
+
+def test_the_learner_depth_is_the_generated_family(compress_run):
+    """--learner-depth 1 on a depth-2 forest: generation prices stumps exactly, every new
+    tree of the certified model has depth 1, and the certificate says so."""
+    run = compress_run("seeds", "rf", 5, 2, "--mode", "generate", "--learner-depth", "1",
+                       "--eta", "0.1")  # fmt: skip
+    cert = json.loads((run.out / "certificate.json").read_text())
+    s = cert["summary"]
+    assert s["learner_depth"] == 1 and s["pricing"] == "exact"
+    if run.exit_code == 0:
+        from pace_cert.model.onnx_reader import read_ensemble
+
+        comp, _ = read_ensemble(run.out / "compressed.onnx")
+        assert all(t.depth <= 1 for t, o in zip(comp.trees, comp.origin) if o == "new"), (
+            "a generated learner deeper than --learner-depth"
+        )
