@@ -500,3 +500,53 @@ def test_read_ensemble_names_the_file(tmp_path):
     path.write_bytes(_move_node_last(_small_export("rf"), 0).SerializeToString())
     with pytest.raises(InputError, match=r"split\.onnx"):
         read_ensemble(path)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("strings", [False, True])
+def test_a_one_tree_classifier_reads_back_as_it_labels(n_classes, strings):
+    """Mode tree's file: one TreeEnsembleClassifier whose leaves score 1 for their class.
+    It reads back (pattern pace-cert-tree) with onnxruntime's labels on the grid, the
+    same leaf classes as the one-hot tree it came from, and writes the same bytes again
+    (what compress certifies is what it writes)."""
+    from pace_cert.learners.pool import fold
+    from pace_cert.model.onnx_writer import tree_classifier_to_onnx
+
+    X, y = small_problem(3, n_features=3, n_classes=n_classes)
+    dt = zoo.make_model("rf", 1, 4, 0).fit(X, y)
+    ens, info = ensemble_from_model(zoo.export_onnx(dt, 3))
+    tree = ens.trees[0]
+    value = np.zeros_like(tree.value)
+    value[tree.leaves, np.argmax(tree.value[tree.leaves], axis=1)] = 1.0
+    classes = np.array([f"c{k}" for k in range(n_classes)], object) if strings else ens.classes
+    one_hot, _ = fold([Tree(tree.feature, tree.threshold, tree.left, tree.right, value)],
+                      np.ones(1), np.zeros(n_classes), classes, ["new"], 3, 0.0)  # fmt: skip
+    info = dataclasses.replace(info, label_is_string=strings)
+    model = tree_classifier_to_onnx(one_hot, info)
+    assert [n.op_type for n in model.graph.node] == ["TreeEnsembleClassifier"]
+    back, _ = ensemble_from_model(model)
+    assert back.pattern.startswith("pace-cert-tree/") and back.origin == ("new",)
+    assert np.array_equal(back.predict(GRID3).astype(str), labels(session(
+        model.SerializeToString()), GRID3).astype(str))  # fmt: skip
+    assert np.array_equal(back.predict(GRID3), one_hot.predict(GRID3))
+    again = ensemble_to_onnx(back, info)
+    assert again.SerializeToString() == model.SerializeToString()
+
+
+def test_a_one_tree_classifier_with_more_than_the_writer_writes_is_refused():
+    from pace_cert.model.onnx_writer import tree_classifier_to_onnx
+    from pace_cert.model.readers.pace_cert_tree import recognise_pace_cert_tree
+
+    X, y = small_problem(3, n_features=3, n_classes=2)
+    ens, info = ensemble_from_model(zoo.export_onnx(zoo.make_model("rf", 1, 3, 0).fit(X, y), 3))
+    t = ens.trees[0]
+    value = np.zeros_like(t.value)
+    value[t.leaves, np.argmax(t.value[t.leaves], axis=1)] = 1.0
+    from pace_cert.learners.pool import fold
+
+    one_hot, _ = fold([Tree(t.feature, t.threshold, t.left, t.right, value)], np.ones(1),
+                      np.zeros(2), ens.classes, ["new"], 3, 0.0)  # fmt: skip
+    model = tree_classifier_to_onnx(one_hot, info)
+    _leak_input(model)
+    with pytest.raises(UnsupportedModel, match=r"outputs other than|nodes other than"):
+        recognise_pace_cert_tree(model)

@@ -76,14 +76,19 @@ def test_verify_re_proves_the_tree_and_refutes_a_tampered_one(tree_run, tmp_path
     assert res.exit_code == 0, res.output
     comp, cert_path, _ = copy_run(tree_run, tmp_path)
     m = onnx.load(comp)
-    node = next(n for n in m.graph.node if n.op_type == "TreeEnsembleRegressor")
-    w = next(a for a in node.attribute if a.name == "target_weights")
-    ids = next(a for a in node.attribute if a.name == "target_ids")
-    k = max(ids.ints) + 1
-    values = np.array(w.floats).reshape(-1, k)
-    values[:] = values[:, ::-1]  # every leaf votes for another class (K = 2) or a rotated one
-    del w.floats[:]
-    w.floats.extend(values.ravel().tolist())
+    node = next(n for n in m.graph.node if n.op_type == "TreeEnsembleClassifier")
+    at = {a.name: a for a in node.attribute}
+    nodes, w = list(at["class_nodeids"].ints), list(at["class_weights"].floats)
+    if len(set(at["class_ids"].ints)) == 1:  # one score column: flip every leaf's vote
+        w = [1.0 - v for v in w]
+    else:  # K columns per leaf: each leaf votes for the next class
+        for leaf in set(nodes):
+            idx = [i for i, n in enumerate(nodes) if n == leaf]
+            vals = [w[i] for i in idx]
+            for i, v in zip(idx, vals[-1:] + vals[:-1]):
+                w[i] = v
+    del at["class_weights"].floats[:]
+    at["class_weights"].floats.extend(w)
     onnx.save(m, comp)
     edit_cert(cert_path, lambda d: d["compressed"].__setitem__("sha256", sha(comp)))
     res = invoke("verify", tree_run.model, comp, cert_path)

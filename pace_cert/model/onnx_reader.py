@@ -55,6 +55,7 @@ from pace_cert.model.readers.onnx_tree_ensemble_v5 import recognise_tree_ensembl
 from pace_cert.model.readers.onnxmltools_lightgbm import recognise_lightgbm
 from pace_cert.model.readers.onnxmltools_xgboost import recognise_xgboost
 from pace_cert.model.readers.pace_cert_argmax import recognise_pace_cert_argmax
+from pace_cert.model.readers.pace_cert_tree import recognise_pace_cert_tree
 from pace_cert.model.readers.skl2onnx_adaboost import recognise_adaboost_samme
 from pace_cert.model.readers.skl2onnx_trees import recognise_tree_ensemble_classifier
 
@@ -121,6 +122,7 @@ def ensemble_from_model(model: onnx.ModelProto) -> tuple[Ensemble, OnnxModelInfo
 #: before skl2onnx's generic single-classifier pattern, which their graphs may also fit:
 #: the rule is the same, only the family named differs)
 RECOGNISERS: tuple[Callable[[onnx.ModelProto], Ensemble], ...] = (
+    recognise_pace_cert_tree,  # pace-cert's one-tree classifier: named by its metadata
     recognise_lightgbm,
     recognise_xgboost,
     recognise_tree_ensemble_classifier,

@@ -32,7 +32,12 @@ def _is_f32(a: np.ndarray) -> bool:
 
 
 def ensemble_to_onnx(ens: Ensemble, info: OnnxModelInfo) -> onnx.ModelProto:
-    """Build the ONNX graph for ``ens`` (weights must already be folded to 1)."""
+    """Build the ONNX graph for ``ens`` (weights must already be folded to 1): a model
+    read from a one-tree classifier pace-cert wrote (pattern ``pace-cert-tree``) is
+    written the same way again (:func:`tree_classifier_to_onnx`), any other as
+    regressor scores, ArgMax and the label lookup."""
+    if ens.pattern.split("/")[0] == TREE_PATTERN:
+        return tree_classifier_to_onnx(ens, info)
     if not np.all(ens.weights == 1.0):
         raise ValueError("fold tree weights into leaf values before writing")
     if not _is_f32(ens.base):
@@ -130,6 +135,108 @@ def ensemble_to_onnx(ens: Ensemble, info: OnnxModelInfo) -> onnx.ModelProto:
         {
             "pace_cert.decision": "argmax of TreeEnsembleRegressor scores, first index on ties",
             "pace_cert.origin": json.dumps(list(ens.origin or ("original",) * len(trees))),
+        },
+    )
+    onnx.checker.check_model(model)
+    return model
+
+
+#: what a one-tree model written as one TreeEnsembleClassifier says of its decision
+TREE_DECISION = (
+    "one tree, one TreeEnsembleClassifier: each leaf scores 1 for its class (and 0 for the "
+    "others), so its label is that class under every onnxruntime label rule"
+)
+#: the pattern prefix the reader gives such a model (pace_cert/model/readers/pace_cert_tree.py)
+TREE_PATTERN = "pace-cert-tree"
+
+
+def leaf_classes(tree, base: np.ndarray) -> dict[int, int] | None:
+    """Per leaf, the class the tree's scores (``base`` + leaf values) give, when each
+    leaf's best class beats every other by more than float32 noise can; None otherwise
+    (a near tie: the label would rest on rounding)."""
+    out = {}
+    for leaf in tree.leaves:
+        s = np.asarray(base, np.float64) + tree.value[leaf]
+        order = np.argsort(-s, kind="stable")
+        if len(s) > 1 and not s[order[0]] - s[order[1]] > 1e-6 * (1.0 + abs(s[order[0]])):
+            return None
+        out[int(leaf)] = int(order[0])
+    return out
+
+
+def tree_classifier_to_onnx(ens: Ensemble, info: OnnxModelInfo) -> onnx.ModelProto:
+    """One tree as one ``TreeEnsembleClassifier`` node, the cheapest graph onnxruntime
+    runs for a single row: each leaf scores 1 for the class ``ens`` gives it and 0 for
+    the others (all K classes named when K > 2; one score column for class 1 when K = 2),
+    no base values, no post transform. Every label rule of onnxruntime (argmax of the
+    scores, first index; for K = 2 one column, label 1 iff score > 0.5) then returns the
+    leaf's class: the same partition and labels as ``ens``. The pace-cert reader reads
+    such a model back (pattern ``pace-cert-tree``); certify that read-back model, so the
+    file is exactly the model certified. Needs one tree of at least two leaves."""
+    if ens.n_trees != 1 or len(ens.trees[0].leaves) < 2:
+        raise ValueError("a one-tree classifier needs one tree of at least two leaves")
+    t, k = ens.trees[0], ens.n_classes
+    classes = leaf_classes(t, ens.base)
+    if classes is None:
+        raise ValueError("a leaf of the tree has no clear class")
+    leaf = t.left == LEAF
+    n = len(t.feature)
+    attrs: dict[str, list] = {
+        "nodes_treeids": [0] * n,
+        "nodes_nodeids": list(range(n)),
+        "nodes_featureids": [int(f) if f != LEAF else 0 for f in t.feature],
+        "nodes_values": [float(v) if not lf else 0.0 for v, lf in zip(t.threshold, leaf)],
+        "nodes_modes": ["LEAF" if lf else "BRANCH_LEQ" for lf in leaf],
+        "nodes_truenodeids": [int(c) if c != LEAF else 0 for c in t.left],
+        "nodes_falsenodeids": [int(c) if c != LEAF else 0 for c in t.right],
+        "class_treeids": [],
+        "class_nodeids": [],
+        "class_ids": [],
+        "class_weights": [],
+    }
+    for node, c in classes.items():
+        for cls in range(k) if k > 2 else (1,):
+            attrs["class_treeids"].append(0)
+            attrs["class_nodeids"].append(node)
+            attrs["class_ids"].append(cls)
+            attrs["class_weights"].append(1.0 if cls == c else 0.0)
+    if info.label_is_string:
+        attrs["classlabels_strings"] = [str(c) for c in ens.classes]
+        label_type = TensorProto.STRING
+    else:
+        attrs["classlabels_int64s"] = [int(c) for c in ens.classes]
+        label_type = TensorProto.INT64
+    scores = info.scores_name or "pace_scores"
+    node = helper.make_node(
+        "TreeEnsembleClassifier",
+        [info.input_name],
+        [info.label_name, scores],
+        domain="ai.onnx.ml",
+        post_transform="NONE",
+        **attrs,
+    )
+    outputs = [helper.make_tensor_value_info(info.label_name, label_type, [None])]
+    if info.scores_name:
+        width = k if k > 2 else 2
+        outputs.append(helper.make_tensor_value_info(scores, TensorProto.FLOAT, [None, width]))
+    graph = helper.make_graph(
+        [node],
+        "pace_cert_compressed",
+        [helper.make_tensor_value_info(info.input_name, TensorProto.FLOAT, [None, ens.n_features])],
+        outputs,
+    )
+    model = helper.make_model(
+        graph,
+        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)],
+        producer_name="pace-cert",
+        producer_version=__version__,
+    )
+    model.ir_version = 8
+    helper.set_model_props(
+        model,
+        {
+            "pace_cert.decision": TREE_DECISION,
+            "pace_cert.origin": json.dumps(list(ens.origin or ("new",))),
         },
     )
     onnx.checker.check_model(model)

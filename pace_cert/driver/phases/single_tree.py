@@ -43,6 +43,9 @@ from pace_cert.learners.region_cells import (
 from pace_cert.learners.region_tree import CellTree, NoTreeWithinCaps, fit_cell_tree
 from pace_cert.master.rows import MasterSolution
 from pace_cert.model.ensemble import Ensemble
+from pace_cert.model.onnx_graph import OnnxModelInfo
+from pace_cert.model.onnx_reader import ensemble_from_model
+from pace_cert.model.onnx_writer import tree_classifier_to_onnx
 
 
 def known_points(state: RunState) -> tuple[np.ndarray, np.ndarray]:
@@ -167,19 +170,23 @@ class TreeSearch:
         return ct.relabel({leaf: int(k) for leaf, k in zip(empty, labels)})
 
     def model(self, ct: CellTree) -> Ensemble:
-        """The cell tree as the float32 model the oracle certifies and the writer writes."""
-        K = self.state.original.n_classes
+        """The cell tree as the model the oracle certifies and the writer writes: one
+        TreeEnsembleClassifier (the cheapest graph at a batch of one row) as the reader
+        reads it back, so the file is exactly the model certified; a single leaf (a
+        constant) as regressor scores with one-hot leaves."""
+        s = self.state
+        K = s.original.n_classes
         tree = self.grid.tree(ct.feature, ct.cut, ct.left, ct.right, ct.label, K)
         model, _ = fold(
-            [tree],
-            np.ones(1),
-            np.zeros(K),
-            self.state.original.classes,
-            ["new"],
-            self.state.original.n_features,
+            [tree], np.ones(1), np.zeros(K), s.original.classes, ["new"], s.original.n_features,
             0.0,
-        )
-        return model
+        )  # fmt: skip
+        if len(tree.leaves) < 2:
+            return model
+        strings = s.original.classes.dtype == object
+        info = OnnxModelInfo("X", "label", None, bool(strings))
+        back, _ = ensemble_from_model(tree_classifier_to_onnx(model, info))
+        return back
 
     def superset(self) -> LabelledCells | None:
         """Every cell of the original's grid where it is confident, plausible or not
