@@ -297,30 +297,40 @@ def region_cells(
     plausibility,
     known: tuple[np.ndarray, np.ndarray],
     enum_cells: int,
+    stop=None,
 ) -> LabelledCells:
     """The forest cells to label: every one with a region point when the domain has at
     most ``enum_cells`` allowed cells (``complete``), else the cells of the region points
     ``known`` = (float32 rows, class indices). ``margin``: c_o; ``plausibility``: the
-    fitted forest (None when delta = 0)."""
+    fitted forest (None when delta = 0). Once ``stop()`` is true the enumeration ends
+    and the known points' cells are returned instead (not complete)."""
     X, y0 = known
+    partial = LabelledCells(grid)
+    partial.add_points(np.asarray(X, np.float32), y0)
     if n_domain_cells(domain) > enum_cells:
-        cells = LabelledCells(grid)
-        cells.add_points(np.asarray(X, np.float32), y0)
-        return cells
+        return partial
     cells = LabelledCells(grid, complete=True)
     for P in domain_cells(domain):
+        if stop is not None and stop():
+            return partial
         P, y = region_points(original, margin, plausibility, P)
         cells.add_points(P, y)
     return cells
 
 
 def confident_cells(
-    original: Ensemble, grid: ForestGrid, domain: FeatureDomain, margin: float, enum_cells: int
+    original: Ensemble,
+    grid: ForestGrid,
+    domain: FeatureDomain,
+    margin: float,
+    enum_cells: int,
+    stop=None,
 ) -> LabelledCells | None:
     """Every forest cell holding an allowed domain point where the original's margin is
     above ``margin`` (its margin is the same at every point of the cell), whatever the
     plausibility: a superset of the region's cells, so a tree pure on them is faithful
-    (``complete``). None when more than ``enum_cells`` cells hold an allowed point."""
+    (``complete``). None when more than ``enum_cells`` cells hold an allowed point, or
+    once ``stop()`` is true."""
     # per feature, a point of each forest cell that the domain allows (None: it holds none)
     reps = []
     for f, th in enumerate(grid.thresholds):
@@ -336,6 +346,8 @@ def confident_cells(
     n = int(np.prod([len(r[0]) for r in reps], dtype=np.int64))
     chunk = 1 << 17
     for start in range(0, n, chunk):
+        if stop is not None and stop():
+            return None
         idx = np.unravel_index(np.arange(start, min(n, start + chunk)), [len(r[0]) for r in reps])
         coords = np.stack([r[0][i] for r, i in zip(reps, idx)], axis=1).astype(np.int64)
         P = np.stack([r[1][i] for r, i in zip(reps, idx)], axis=1).astype(np.float32)

@@ -82,6 +82,7 @@ class TreeSearch:
             state.plausibility,
             known,
             self.tuning.enum_cells,
+            budget.expired,
         )
         self.flooded = 0  # samples whose neighbourhood was flooded already
         self.provable = bound_holds(state, self.grid)
@@ -194,7 +195,12 @@ class TreeSearch:
         plausibility forest says; None when the grid is too large to enumerate."""
         s = self.state
         return confident_cells(
-            s.original, self.grid, s.domain, s.region.margin, self.tuning.enum_cells
+            s.original,
+            self.grid,
+            s.domain,
+            s.region.margin,
+            self.tuning.enum_cells,
+            self.budget.expired,
         )
 
     def certify(
@@ -226,7 +232,8 @@ class SingleTree(BaseStep):
     """Mode tree: always (after a start model, it may find a smaller tree), the depth
     capped by ``--max-depth``. In mode pace (``learner=True``): one learner of the
     generated family, its depth capped by ``state.learner_depth()``, on a share
-    ``pace.tree_share`` of the time, when the original has more than one tree."""
+    ``pace.tree_share`` of the time, when the original has more than one tree and the
+    run asked for ``--learner-depth`` or ``--objective leaves``."""
 
     name = "tree"
 
@@ -234,9 +241,13 @@ class SingleTree(BaseStep):
         self.learner = learner
 
     def applies(self, state: RunState) -> bool:
-        return not self.learner or (
-            state.cfg.tuning.pace.tree_share > 0 and state.original.n_trees > 1
-        )
+        """Mode tree: always. Mode pace: when the user chose the learner family or the
+        leaves objective (the default run prunes as before), on a share of the time."""
+        if not self.learner:
+            return True
+        cfg = state.cfg
+        asked = cfg.learner_depth is not None or cfg.objective == "leaves"
+        return asked and cfg.tuning.pace.tree_share > 0 and state.original.n_trees > 1
 
     def share(self, state: RunState) -> float:
         return state.cfg.tuning.pace.tree_share if self.learner else 1.0
