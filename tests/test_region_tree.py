@@ -124,3 +124,22 @@ def test_depth_cap_refuses_an_impossible_tree() -> None:
     assert e.value.proved
     tree = fit_cell_tree(coords, labels, 2, max_depth=2)
     assert tree.n_leaves == 4 and tree.depth == 2
+
+
+def test_refitting_broken_leaves_keeps_the_tree_pure():
+    """A round adds points; only the leaves they contradict are refit, and the tree is
+    pure on every point again (the grafted nodes are valid children of their leaves)."""
+    from pace_cert.learners.region_tree import refit_leaves
+
+    rng = np.random.default_rng(11)
+    coords = np.unique(rng.integers(0, 6, size=(300, 4)), axis=0)
+    labels = ((coords[:, 0] > 2) ^ (coords[:, 1] + coords[:, 3] > 6)).astype(np.int64)
+    first = fit_cell_tree(coords[:40], labels[:40], 2, exact_boxes=50)
+    assert np.array_equal(first.predict(coords[:40]), labels[:40])
+    tree = refit_leaves(first, coords, labels, 2, exact_boxes=50)
+    assert np.array_equal(tree.predict(coords), labels)
+    assert not tree.exact and tree.n_leaves >= first.n_leaves
+    same = refit_leaves(tree, coords, labels, 2, exact_boxes=50)
+    assert same is tree  # nothing broken: nothing refit
+    capped = refit_leaves(first, coords, labels, 2, max_depth=first.depth + 3, exact_boxes=50)
+    assert capped.depth <= first.depth + 3

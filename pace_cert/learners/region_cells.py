@@ -96,32 +96,39 @@ class ForestGrid:
 
 
 class CellKeys:
-    """A set of forest cells (rows of grid coordinates), as one integer key per cell
-    (mixed radix) when the grid has fewer than 2**62 cells, else as bytes."""
+    """A set of forest cells (rows of grid coordinates), one key per cell: the cell's
+    mixed-radix index when the grid has fewer than 2**62 cells; else a 128-bit key, two
+    random linear hashes of the coordinates modulo 2**64 (rows that differ collide with
+    probability about 2**-128; a collision could only leave a cell out of a fit, which
+    the oracle's proof does not depend on). Keys are kept sorted; numpy throughout."""
 
     def __init__(self, grid: ForestGrid) -> None:
         sizes = [len(t) + 1 for t in grid.thresholds]
         self._radix: np.ndarray | None = None
+        self._mult: np.ndarray | None = None
         if float(np.prod([float(v) for v in sizes])) < 2.0**62:
             self._radix = np.cumprod([1, *sizes[:-1]]).astype(np.int64)
-        self._ints: np.ndarray = np.zeros(0, np.int64)  # sorted
-        self._bytes: set[bytes] = set()
+            self._keys: np.ndarray = np.zeros(0, np.int64)
+        else:
+            rng = np.random.default_rng(0x9E3779B97F4A7C15)
+            self._mult = rng.integers(1, 2**63, size=(len(sizes), 2), dtype=np.uint64) | 1
+            self._keys = np.zeros(0, np.dtype((np.void, 16)))
 
     def keys(self, coords: np.ndarray) -> np.ndarray:
         if self._radix is not None:
             return coords @ self._radix
-        return np.array([row.tobytes() for row in coords], dtype=object)
+        assert self._mult is not None
+        h = np.zeros((len(coords), 2), np.uint64)
+        with np.errstate(over="ignore"):
+            for f in range(coords.shape[1]):
+                h += coords[:, f].astype(np.uint64)[:, None] * self._mult[f][None, :]
+        return np.ascontiguousarray(h).view(np.dtype((np.void, 16))).ravel()
 
     def contains(self, keys: np.ndarray) -> np.ndarray:
-        if self._radix is not None:
-            return np.isin(keys, self._ints, assume_unique=False)
-        return np.array([k in self._bytes for k in keys], bool)
+        return np.isin(keys, self._keys)
 
     def add(self, keys: np.ndarray) -> None:
-        if self._radix is not None:
-            self._ints = np.union1d(self._ints, keys)
-        else:
-            self._bytes.update(keys.tolist())
+        self._keys = np.union1d(self._keys, keys)
 
 
 class LabelledCells:
@@ -223,7 +230,7 @@ def flood_fill(
     X: np.ndarray,
     max_points: int,
     stop=None,
-    chunk: int = 4096,
+    chunk: int = 1024,
     known: LabelledCells | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Region points in forest cells next to those of the region points ``X``, found by

@@ -34,6 +34,10 @@ import numpy as np
 
 LEAF = -1
 INF = np.uint32(1 << 30)  # "no pure tree within the depth left"
+#: a node's dense grid is built (and its slices merged) only when it has at most this many
+#: times the exact program's sub-boxes before merging: merging rarely gains more, and
+#: building and merging the grids of large sparse nodes costs more than their fit
+MERGE_GAIN = 1000
 
 
 class NoTreeWithinCaps(Exception):
@@ -129,10 +133,13 @@ class DenseGrid:
     hi: tuple[np.ndarray, ...]
 
 
-def dense_grid(coords: np.ndarray, labels: np.ndarray, max_cells: int) -> DenseGrid | None:
+def dense_grid(
+    coords: np.ndarray, labels: np.ndarray, max_cells: int, box_limit: float | None = None
+) -> DenseGrid | None:
     """The points as a dense grid over the coordinates they take (features where they
     all agree are left out: no split on them can separate two of the points); None when
-    that grid would have more than ``max_cells`` cells."""
+    that grid would have more than ``max_cells`` cells, or more than ``box_limit``
+    sub-boxes before merging."""
     feats, ranks, los = [], [], []
     for f in range(coords.shape[1]):
         u, r = _ranks(coords[:, f])
@@ -142,6 +149,8 @@ def dense_grid(coords: np.ndarray, labels: np.ndarray, max_cells: int) -> DenseG
             los.append(u)
     shape = tuple(len(u) for u in los)
     if float(np.prod([float(a) for a in shape])) > max_cells:
+        return None
+    if box_limit is not None and n_boxes(shape) > box_limit:
         return None
     G = np.full(shape, -1, np.int16)
     if feats:
@@ -479,7 +488,11 @@ def fit_cell_tree(
             raise NoTreeWithinCaps(
                 f"points of different labels are left at depth {max_depth}", proved=node == root
             )
-        dense = None if stop is not None and stop() else dense_grid(coords[idx], lab, dense_cells)
+        dense = (
+            None
+            if stop is not None and stop()
+            else dense_grid(coords[idx], lab, dense_cells, MERGE_GAIN * exact_boxes)
+        )
         if dense is not None:
             grid = merge_slices(dense)
             if grid.labels.ndim and n_boxes(grid.labels.shape) <= exact_boxes:
@@ -502,3 +515,55 @@ def fit_cell_tree(
         stack.append((right, idx[~go_left], depth + 1))
         stack.append((left, idx[go_left], depth + 1))
     return out.tree(exact=exact_root)
+
+
+def graft(tree: CellTree, leaf: int, sub: CellTree) -> CellTree:
+    """``tree`` with its node ``leaf`` (a leaf) replaced by the tree ``sub`` (its root
+    takes the leaf's place, the rest is appended); not exact any more."""
+    n = len(tree.feature)
+    shift = np.where(sub.left == LEAF, LEAF, sub.left + n - 1)  # sub node j > 0 -> n + j - 1
+    shift_r = np.where(sub.right == LEAF, LEAF, sub.right + n - 1)
+    feature = np.concatenate([tree.feature, sub.feature[1:]])
+    cut = np.concatenate([tree.cut, sub.cut[1:]])
+    left = np.concatenate([tree.left, shift[1:]])
+    right = np.concatenate([tree.right, shift_r[1:]])
+    label = np.concatenate([tree.label, sub.label[1:]])
+    feature[leaf], cut[leaf], label[leaf] = sub.feature[0], sub.cut[0], sub.label[0]
+    left[leaf], right[leaf] = shift[0], shift_r[0]
+    return CellTree(feature, cut, left, right, label, exact=False)
+
+
+def refit_leaves(
+    tree: CellTree,
+    coords: np.ndarray,
+    labels: np.ndarray,
+    n_classes: int,
+    *,
+    max_depth: int | None = None,
+    **fit: object,
+) -> CellTree:
+    """``tree`` made pure on the points again where new points broke it: every leaf
+    holding points of another label than its own is replaced by a tree fit on its
+    points alone (:func:`fit_cell_tree`, within the depth left), the rest kept. A
+    counterexample round adds a few points: this costs their leaves' fits, not a whole
+    fit. Raises :class:`NoTreeWithinCaps` as the fit does."""
+    coords = np.asarray(coords, np.int64)
+    labels = np.asarray(labels, np.int64)
+    at = tree.apply(coords)
+    depth = np.zeros(len(tree.feature), np.int64)
+    for i in range(len(tree.feature)):  # children come after their parent here too
+        if tree.left[i] != LEAF:
+            depth[tree.left[i]] = depth[tree.right[i]] = depth[i] + 1
+    out = tree
+    for leaf in np.unique(at):
+        mine = at == leaf
+        if np.all(labels[mine] == tree.label[leaf]):
+            continue
+        left = None if max_depth is None else max_depth - int(depth[leaf])
+        sub = fit_cell_tree(coords[mine], labels[mine], n_classes, max_depth=left, **fit)
+        out = (
+            graft(out, int(leaf), sub)
+            if len(sub.feature) > 1
+            else out.relabel({int(leaf): int(sub.label[0])})
+        )
+    return out if out is tree else dataclasses.replace(out, exact=False)

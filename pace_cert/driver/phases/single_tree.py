@@ -40,7 +40,12 @@ from pace_cert.learners.region_cells import (
     region_cells,
     region_points,
 )
-from pace_cert.learners.region_tree import CellTree, NoTreeWithinCaps, fit_cell_tree
+from pace_cert.learners.region_tree import (
+    CellTree,
+    NoTreeWithinCaps,
+    fit_cell_tree,
+    refit_leaves,
+)
 from pace_cert.master.rows import MasterSolution
 from pace_cert.model.ensemble import Ensemble
 from pace_cert.model.onnx_graph import OnnxModelInfo
@@ -85,6 +90,8 @@ class TreeSearch:
             budget.expired,
         )
         self.flooded = 0  # samples whose neighbourhood was flooded already
+        self.last: CellTree | None = None  # the last fit, refit leaf by leaf when incremental
+        self.incremental = False
         self.provable = bound_holds(state, self.grid)
         self.report = TreeReport(
             complete=self.cells.complete, max_depth=max_depth, max_leaves=cfg.max_leaves
@@ -120,17 +127,22 @@ class TreeSearch:
             cells.add_points(s.X, s.y0)
         coords, labels = cells.arrays()
         self.report.cells = len(labels)
+        fit = {
+            "exact_boxes": exact_boxes,
+            "dense_cells": self.tuning.dense_cells,
+            "choose_cut": self.grid.choose_cut,
+            "stop": self.budget.expired,
+        }
         try:
-            ct = fit_cell_tree(
-                coords,
-                labels,
-                s.original.n_classes,
-                max_depth=self.max_depth,
-                exact_boxes=exact_boxes,
-                dense_cells=self.tuning.dense_cells,
-                choose_cut=self.grid.choose_cut,
-                stop=self.budget.expired,
-            )
+            if self.last is not None:  # a round added a few cells: refit their leaves only
+                ct = refit_leaves(
+                    self.last, coords, labels, s.original.n_classes, max_depth=self.max_depth,
+                    **fit,
+                )  # fmt: skip
+            else:
+                ct = fit_cell_tree(
+                    coords, labels, s.original.n_classes, max_depth=self.max_depth, **fit
+                )
         except NoTreeWithinCaps as e:
             proved = e.proved and self.provable
             self._none(("proved: " if proved else "") + str(e))
@@ -148,7 +160,10 @@ class TreeSearch:
             f"[tree] fit: {ct.n_leaves} leaves, depth {ct.depth} on {len(labels)} cells"
             + (" (fewest leaves: exact)" if ct.exact else "")
         )
-        return self._guess_empty_leaves(ct, coords)
+        ct = self._guess_empty_leaves(ct, coords)
+        if self.incremental:
+            self.last = ct
+        return ct
 
     def _none(self, why: str) -> None:
         self.report.none_within_caps = why
@@ -204,11 +219,18 @@ class TreeSearch:
         )
 
     def certify(
-        self, exact_boxes: int, budget: Budget, cells: LabelledCells | None = None
+        self,
+        exact_boxes: int,
+        budget: Budget,
+        cells: LabelledCells | None = None,
+        incremental: bool = False,
     ) -> PhaseResult:
         """The faithful loop over fits with this exact-program limit (on ``cells`` when
-        given, else on the run's labelled cells), its fits and floods within ``budget``."""
+        given, else on the run's labelled cells), its fits and floods within ``budget``;
+        ``incremental``: after the first fit, each round refits only the leaves its new
+        cells broke."""
         self.budget = budget
+        self.last, self.incremental = None, incremental
         K = self.state.original.n_classes
         last: dict[str, Ensemble] = {}
 
@@ -263,7 +285,9 @@ class SingleTree(BaseStep):
         # of the region's cells can take over
         superset = None if complete else search.superset()
         first = search.certify(
-            tuning.first_boxes, budget if superset is None else budget.share(0.5)
+            tuning.first_boxes,
+            budget if superset is None else budget.share(0.5),
+            incremental=True,
         )
         yield Offer(first, "tree")
         if not first.certified and superset is not None and not budget.expired():
