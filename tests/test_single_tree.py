@@ -202,3 +202,13 @@ def test_a_frontier_of_trees_verifies_rung_by_rung(zoo_model, tmp_path):
         assert v.exit_code == 0, v.output
     outer, inner = rec["rungs"]
     assert inner["leaves_after"] <= outer["leaves_after"]
+
+
+def test_verify_labels_the_leaf_bound_as_stated(compress_run):
+    run = compress_run("seeds", "rf", 5, 2, "--mode", "tree")
+    res = invoke("verify", run.model, run.out / "compressed.onnx", run.out / "certificate.json",
+                 "--json")  # fmt: skip
+    assert res.exit_code == 0, res.output
+    claims = {c["key"]: c for c in json.loads(res.stdout)["claims"]}
+    c = claims["single_tree.leaves_lower_bound"]
+    assert c["status"] == "stated" and "fewer than" in c["text"]

@@ -535,6 +535,7 @@ def claim_catalog(cert: Certificate, kept: list[int] | str | None = FROM_LEARNER
             )
         )
     out += _deployment_claims(cert)
+    out += _single_tree_claims(cert)
     out += [
         Claim(
             "learners",
@@ -562,6 +563,35 @@ def claim_catalog(cert: Certificate, kept: list[int] | str | None = FROM_LEARNER
             "pricing, generation stop, l0_optimal: a record of the run" + _ended_words(cert),
         ),
     ]
+    return out
+
+
+def _single_tree_claims(cert: Certificate) -> list[Claim]:
+    """Mode tree's statements about single trees (none in other modes): the leaf bound
+    and a cap no tree met rest on compress's exact program, which verify does not run."""
+    t = cert.summary.single_tree
+    if t is None:
+        return []
+    out = []
+    if t.leaves_lower_bound is not None:
+        depth = "" if t.max_depth is None else f" of depth <= {t.max_depth}"
+        out.append(
+            Claim(
+                "single_tree.leaves_lower_bound",
+                "stated",
+                f"no faithful decision tree{depth} has fewer than {t.leaves_lower_bound} "
+                "leaves in the region: compress's exact program on every region cell, which "
+                "verify does not re-run",
+            )
+        )
+    if t.none_within_caps:
+        out.append(
+            Claim(
+                "single_tree.none_within_caps",
+                "stated",
+                f"no tree within the caps: {t.none_within_caps} (compress's fit, not re-run)",
+            )
+        )
     return out
 
 

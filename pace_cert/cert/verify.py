@@ -587,6 +587,9 @@ def _faithfulness(
     for key in ("deployment.structure", "deployment.comparisons", "deployment.latency"):
         if key in catalog:
             check(key)
+    for key in ("single_tree.leaves_lower_bound", "single_tree.none_within_caps"):
+        if key in catalog:
+            check(key)
     for key in ("data.coverage", "data.agreement", "run"):
         check(key)
     if results is not None and any(r.status != "INFEASIBLE" for r in results):
