@@ -98,6 +98,7 @@ class TreeSearch:
         )
         if not self.cells.complete:
             self._flood(known[0])
+        self.flooded = len(state.X)  # the samples were among the known points
         state.say(
             f"[tree] {len(self.cells)} labelled cells of the original's threshold grid"
             + (" (every region cell)" if self.cells.complete else " (known region points)")
@@ -117,6 +118,7 @@ class TreeSearch:
         neighbourhood flooded first), or on ``cells`` when given (a complete superset);
         None when none within the caps (the reason is recorded)."""
         s, cfg = self.state, self.state.cfg
+        region = cells is None  # the run's cells: exact region points (a superset is not)
         if cells is None:
             if not self.cells.complete and len(s.X) > self.flooded:
                 self._flood(s.X[self.flooded :])
@@ -144,13 +146,14 @@ class TreeSearch:
                     coords, labels, s.original.n_classes, max_depth=self.max_depth, **fit
                 )
         except NoTreeWithinCaps as e:
-            proved = e.proved and self.provable
+            proved = e.proved and self.provable and region
             self._none(("proved: " if proved else "") + str(e))
             return None
-        if ct.exact and self.provable and ct.n_leaves > (self.report.leaves_bound or 0):
+        provable = self.provable and region
+        if ct.exact and provable and ct.n_leaves > (self.report.leaves_bound or 0):
             self.report.leaves_bound = ct.n_leaves
         if cfg.max_leaves is not None and ct.n_leaves > cfg.max_leaves:
-            proved = ct.exact and self.provable
+            proved = ct.exact and provable
             self._none(
                 f"{'proved: ' if proved else ''}the fewest leaves found is {ct.n_leaves}, "
                 f"above --max-leaves {cfg.max_leaves}"
