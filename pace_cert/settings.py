@@ -148,7 +148,8 @@ class PaceTuning:
     splits merged; ``synth_threads``: CP-SAT workers per synthesis solve (0: the run's
     threads); ``tree_share``: of the time left, for one tree of the learner depth
     before pruning (0: no such step); ``collapse_rounds``: rounds of the faithful loop
-    per collapsed split (objective leaves)."""
+    per collapsed split (objective leaves); ``collapse_share``: of their share, what the
+    pruning steps (elimination, L0) leave for collapsing (objective leaves)."""
 
     prune_share: float = 1.0
     generate_share: float = 1.0
@@ -162,6 +163,7 @@ class PaceTuning:
     synth_threads: int = 1
     tree_share: float = 0.1
     collapse_rounds: int = 3
+    collapse_share: float = 0.3
 
 
 @dataclass(frozen=True)
@@ -395,6 +397,7 @@ RULES: tuple[Rule, ...] = (
     _count("pace.synth_threads"),
     _share("pace.tree_share"),
     _count("pace.collapse_rounds", 1),
+    _share("pace.collapse_share"),
     _share("bound.pruning_share"),
     _seconds("bound.pruning_seconds"),
     _count("bound.pruning_points", 1),

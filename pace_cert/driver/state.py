@@ -289,6 +289,13 @@ class RunState:
             self.on_bound(k)
         return True
 
+    def prune_scale(self) -> float:
+        """The part of their share PACE's pruning steps may spend: with ``--objective
+        leaves`` they leave ``pace.collapse_share`` for collapsing splits after them."""
+        if self.cfg.mode == "pace" and self.cfg.objective == "leaves":
+            return 1.0 - self.cfg.tuning.pace.collapse_share
+        return 1.0
+
     def learner_depth(self) -> int:
         """Depth of the learners generation creates: ``--learner-depth``, else the
         original's (at least 1)."""

@@ -185,7 +185,7 @@ class Eliminate(BaseStep):
         return n > 1 and not l1_certified and not state.screen.can_enumerate()
 
     def share(self, state: RunState) -> float:
-        return state.cfg.tuning.search.eliminate_share
+        return state.cfg.tuning.search.eliminate_share * state.prune_scale()
 
     def run(self, state: RunState, budget: Budget) -> Iterator[Offer]:
         learners = state.learners[: state.original.n_trees]

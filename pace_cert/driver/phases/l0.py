@@ -175,7 +175,9 @@ class L0Loop(BaseStep):
 
     def share(self, state: RunState) -> float:
         pace = state.cfg.mode == "pace"
-        return state.cfg.tuning.pace.prune_share if pace and not self.enriched else 1.0
+        if not pace or self.enriched:
+            return 1.0
+        return state.cfg.tuning.pace.prune_share * state.prune_scale()
 
     def run(self, state: RunState, budget: Budget) -> Iterator[Offer]:
         assert state.l1 is not None and state.l1.solution is not None
