@@ -293,10 +293,15 @@ class SingleTree(BaseStep):
             incremental=True,
         )
         yield Offer(first, "tree")
-        if not first.certified and superset is not None and not budget.expired():
+        if superset is not None and not budget.expired():
+            # a tree on every confident cell is faithful whatever the plausibility says:
+            # the fallback when the known cells did not certify, else one more candidate
+            # (its exact fit can beat a counterexample-guided one; the smaller is kept)
             state.say(f"[tree] every confident cell, plausible or not: {len(superset)} cells")
-            first = search.certify(tuning.first_boxes, budget, superset)
-            yield Offer(first, "tree")
+            boxes = tuning.first_boxes if not first.certified else tuning.exact_boxes
+            wide = search.certify(boxes, budget.share(0.5), superset)
+            yield Offer(wide, "tree")
+            first = first if first.certified else wide
         if not first.certified or first.optimal or budget.expired():
             return  # no tree, or one the exact program found at its root
         if tuning.exact_boxes > tuning.first_boxes:
