@@ -1,13 +1,17 @@
 """The progress display of a long run: one line a message, and a status line on a
-terminal."""
+terminal; in a Jupyter notebook one area updated in place (:class:`NotebookProgress`).
+The CLI's ``compress`` and the library's :func:`pace_cert.compress` use it."""
 
 from __future__ import annotations
 
 import contextlib
+import html
+import io
 import sys
 import threading
 import time
-from typing import IO, TYPE_CHECKING
+from collections.abc import Callable
+from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pace_cert.budget import Budget
@@ -132,3 +136,76 @@ class ProgressDisplay:
     def _flush(self) -> None:
         with contextlib.suppress(OSError, ValueError):  # a closed stream: nothing to do
             self.stream.flush()
+
+
+class NotebookProgress(ProgressDisplay):
+    """The same progress in a Jupyter notebook: one output area, updated in place with
+    the last message and the status line (best certified size, lower bound, time left),
+    instead of a line per message. ``display``: IPython's ``display`` function
+    (:func:`notebook_display`)."""
+
+    def __init__(self, start: float, budget: Budget | None, display: Callable[..., Any]) -> None:
+        super().__init__(False, start, budget, stream=io.StringIO(), tty=False)
+        self._display = display
+        self._handle: Any = None
+        self._last = "starting"
+
+    def begin(self) -> None:
+        self._handle = self._display(_Area(self._text()), display_id=True)
+
+    def close(self) -> None:
+        self._show()
+
+    def _line(self, msg: str) -> None:
+        with self._lock:
+            self._last = f"[{time.perf_counter() - self.start:7.1f}s] {msg}"
+        self._show()
+
+    def _redraw(self) -> None:
+        self._show()
+
+    def _text(self) -> str:
+        return f"{self._last}\n  best: {self.status()}"
+
+    def _show(self) -> None:
+        with self._lock:
+            area = _Area(self._text())
+            if self._handle is None:
+                self._handle = self._display(area, display_id=True)
+            else:
+                self._handle.update(area)
+
+
+class _Area:
+    """What the notebook shows: the text, preformatted."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{html.escape(self.text)}</pre>"
+
+
+def notebook_display() -> Callable[..., Any] | None:
+    """IPython's ``display`` when this runs in a Jupyter kernel, else None (a terminal,
+    a script, terminal IPython). IPython is never imported here: a kernel has it
+    imported already."""
+    ipython = sys.modules.get("IPython")
+    shell = getattr(ipython, "get_ipython", lambda: None)()
+    if shell is None or getattr(shell, "kernel", None) is None:
+        return None
+    from IPython.display import display  # type: ignore[import-not-found]
+
+    return display
+
+
+def progress_for(quiet: bool, start: float, budget: Budget | None) -> ProgressDisplay:
+    """The progress of a library call: in place in a notebook, else lines on stderr (a
+    status line below them on a terminal); nothing with ``quiet``."""
+    display = None if quiet else notebook_display()
+    if display is not None:
+        return NotebookProgress(start, budget, display)
+    return ProgressDisplay(quiet, start, budget)
