@@ -19,8 +19,8 @@ from pace_cert.cli.common import (
     print_json,
     run_command,
 )
-from pace_cert.cli.progress import ProgressDisplay
 from pace_cert.errors import InputError
+from pace_cert.progress import ProgressDisplay
 
 if TYPE_CHECKING:
     from pace_cert.app import CompressOutcome

@@ -27,6 +27,7 @@ from pace_cert.cli.verify_cmd import verify
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
+    rich_markup_mode=None,  # help text as written: "pace-cert[ray]" is not a markup tag
     help="Certified pruning and compression of tree ensembles (PACE). "
     "Exit codes: 0 certified/verified/written, 1 refuted, 2 inconclusive, 3 bad input.",
 )

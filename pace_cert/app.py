@@ -44,6 +44,18 @@ Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
+class AsGiven:
+    """How the certificate names the inputs and the compressed model (its ``path``
+    fields, "as given") when they are not files the caller named: the library's
+    in-memory models and data (:mod:`pace_cert.api`). None: the path itself."""
+
+    model: str | None = None
+    data: str | None = None
+    compressed: str | None = None
+    test: str | None = None  # a frontier's test rows
+
+
+@dataclass(frozen=True)
 class CompressOutcome:
     """What a compress run wrote. ``exit_code`` 0: a smaller certified model; 2: the
     original unchanged (``status`` "inconclusive"). ``found``: trees of the smallest
@@ -94,6 +106,7 @@ def run_compress(
     plausibility: PlausibilityForest | None = None,
     start: StartModel | None = None,
     on_step: Callable[[str], None] | None = None,
+    as_given: AsGiven | None = None,
 ) -> CompressOutcome:
     """Read the model and the training CSV, compress, write the compressed model and
     the certificate (and the plausibility artifact) to ``out_dir``.
@@ -106,7 +119,9 @@ def run_compress(
     rows already, its threshold set for ``cfg.delta`` (a frontier's one forest; None:
     fitted here); ``start``: a model certified on a region around this one, certified
     again here as the first candidate (a frontier's outer rung); ``on_step``: called with
-    each plan step's name as it starts (what :func:`guard_outcome` names). Inputs are checked
+    each plan step's name as it starts (what :func:`guard_outcome` names); ``as_given``:
+    how the certificate names the model, the data and the compressed model (default:
+    their paths). Inputs are checked
     before anything is written (:class:`~pace_cert.errors.InputError`, an empty region
     included); from then on ``out_dir`` always holds a complete set. Exit code 0 when
     the result is smaller than the original, else 2 (the original's bytes are written)."""
@@ -136,9 +151,13 @@ def run_compress(
     search_budget = budget.less(latency_reserve(budget))
 
     output = OutputDir(out_dir) if output is None else output
-    render = _Renderer(
-        cfg, model_path, original_bytes, info, out_dir, data, data_path, target, ensemble.classes
+    given = AsGiven() if as_given is None else as_given
+    names = AsGiven(
+        model=given.model or str(model_path),
+        data=given.data or str(data_path),
+        compressed=given.compressed or str(out_dir / "compressed.onnx"),
     )
+    render = _Renderer(cfg, original_bytes, info, data, data_path, target, ensemble.classes, names)
 
     said = []
 
@@ -326,16 +345,16 @@ class _Renderer:
     unless a smaller model was certified), the plausibility artifact, the certificate."""
 
     def __init__(
-        self, cfg, model_path, original_bytes, info, out_dir, data, data_path, target, classes
+        self, cfg, original_bytes, info, data, data_path, target, classes, names: AsGiven
     ) -> None:
         from pace_cert.cert.certificate import DataSummary
 
-        self.cfg, self.model_path, self.original_bytes = cfg, model_path, original_bytes
-        self.info, self.out_dir, self.data = info, out_dir, data
+        self.cfg, self.original_bytes, self.info, self.data = cfg, original_bytes, info, data
         self.data_classes = classes
+        self.names = names  # every path as the certificate states it
         self.original_sha = hashlib.sha256(original_bytes).hexdigest()
         self.data_summary = DataSummary(
-            path=str(data_path),
+            path=str(names.data),
             sha256=_sha256_file(data_path),
             rows=len(data.X),
             target=target,
@@ -436,9 +455,9 @@ class _Renderer:
         cert = build_certificate(
             result,
             cfg,
-            str(self.model_path),
+            str(self.names.model),
             self.original_sha,
-            str(self.out_dir / "compressed.onnx"),
+            str(self.names.compressed),
             hashlib.sha256(comp_bytes).hexdigest(),
             plaus,
             self.data,

@@ -492,3 +492,28 @@ def test_an_in_process_run_counts_its_limit_from_the_call():
     t0 = time.perf_counter()
     assert budget.process_start() >= t0
     assert budget.Budget.seconds(5.0, start=budget.process_start()).left() > 4.0
+
+
+# ------------------------------------------------------------------ help text
+
+
+def test_every_commands_help_shows_brackets_as_written():
+    """The help renderer must not take ``[ray]`` (or any bracketed text) for markup:
+    every command's and option's help with brackets appears as written in ``--help``."""
+    import typer.main
+
+    group = typer.main.get_command(app)
+    checked = 0
+    for name, command in group.commands.items():
+        res = runner.invoke(app, [name, "--help"], env={"COLUMNS": "100"})
+        assert res.exit_code == 0, res.output
+        shown = " ".join(res.stdout.split())
+        helps = [command.help or "", *(getattr(p, "help", None) or "" for p in command.params)]
+        for text in helps:
+            if "[" in text:
+                assert " ".join(text.split()) in shown, (name, text)
+                checked += 1
+    assert checked >= 3
+    for name in ("compress", "verify"):
+        out = runner.invoke(app, [name, "--help"], env={"COLUMNS": "100"}).stdout
+        assert "pace-cert[ray]" in out

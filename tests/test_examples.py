@@ -28,6 +28,30 @@ def test_library_api_example_runs(tmp_path):
     assert (tmp_path / "out" / "report.html").exists()
 
 
+def test_notebook_quickstart_runs(tmp_path):
+    """examples/notebook_quickstart.py: a forest trained on a DataFrame, compressed with
+    pace_cert.compress, printed, verified and saved (about 10 s)."""
+    p = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "notebook_quickstart.py"), str(tmp_path / "q")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "CertifiedModel" in p.stdout and "trees" in p.stdout
+    assert "verify: verified" in p.stdout
+    saved = sorted(f.name for f in (tmp_path / "q").iterdir())
+    assert saved == ["certificate.json", "compressed.onnx", "original.onnx", "report.html"]
+    from typer.testing import CliRunner
+
+    from pace_cert.cli.main import app
+
+    files = [str(tmp_path / "q" / n) for n in ("original.onnx", "compressed.onnx")]
+    res = CliRunner().invoke(app, ["verify", *files, str(tmp_path / "q" / "certificate.json")])
+    assert res.exit_code == 0, res.output
+
+
 @pytest.mark.slow  # about 50 s (two compress runs, verify, report): make test-slow
 def test_cli_walkthrough_runs(tmp_path):
     env = {

@@ -70,3 +70,35 @@ def test_after_a_level_wins_the_next_pairs_start_with_it():
     for pr, level in log:
         firsts.setdefault(pr, level)
     assert set(firsts.values()) == {1}, log
+
+
+def test_an_interrupt_stops_every_search_before_the_race_returns():
+    """A KeyboardInterrupt in the scheduling thread (here raised when the first result
+    is read) tells every attempt still searching to stop (``stop_search``), so the
+    interrupt is not held up until those searches end by themselves."""
+    import threading
+
+    stopped = threading.Event()
+
+    class Solver:
+        def stop_search(self) -> None:
+            stopped.set()
+
+    class Interrupting:
+        @property
+        def status(self) -> str:
+            raise KeyboardInterrupt
+
+    def attempt(pr, workers, deadline, race=None, seed=None, level=None):
+        if pr == (0, 1):
+            return Interrupting()
+        race.join(Solver())
+        stopped.wait(30)  # a long search, until told to stop
+        return PairResult(*pr, "UNKNOWN")
+
+    pairs = [(1, 0), (0, 1)]
+    with pytest.raises(KeyboardInterrupt):
+        run_race(
+            pairs, attempt, 2, None, seed=0, levels=LevelOrder((0,)), settings=OracleSettings()
+        )
+    assert stopped.is_set()

@@ -11,3 +11,21 @@ time budget and (local backend) the models certified on enclosing rungs.
 * :mod:`.record`: ``frontier.json`` (pydantic models, schema) and its table;
 * :mod:`.report`: the HTML page of the frontier.
 """
+
+import sys
+import types
+from typing import Any
+
+
+class _CallablePackage(types.ModuleType):
+    """``pace_cert.frontier`` is this package and the library's entry point alike: once
+    the package is imported it is the attribute ``pace_cert.frontier``, so calling it
+    calls :func:`pace_cert.api.frontier`."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from pace_cert.api import frontier
+
+        return frontier(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallablePackage

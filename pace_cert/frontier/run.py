@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pace_cert.app import prepare_out_dir
+from pace_cert.app import AsGiven, prepare_out_dir
 from pace_cert.budget import Budget
 from pace_cert.data import Dataset, read_csv
 from pace_cert.errors import InputError, exit_code_of
@@ -119,16 +119,19 @@ def rung_jobs(
     forest,
     X: np.ndarray,
     columns: Sequence[str] | None = None,
+    as_given: AsGiven | None = None,
 ) -> list[RungJob]:
     """One job per rung (no deadline or start model yet); ``columns``: the training
-    CSV's feature columns (the test CSV's are matched to them by name)."""
+    CSV's feature columns (the test CSV's are matched to them by name); ``as_given``: how
+    the rungs' certificates name the inputs (default: their paths)."""
     from pace_cert.region.plausibility import with_delta
 
     jobs = []
     for r, cfg in zip(rungs, cfgs):
         pl = with_delta(forest, X, r.delta) if forest is not None and r.delta > 0 else None
         job = RungJob(r, model, data, test, out / r.name, cfg, target, pl, None)
-        jobs.append(replace(job, columns=None if columns is None else tuple(columns)))
+        cols = None if columns is None else tuple(columns)
+        jobs.append(replace(job, columns=cols, as_given=as_given))
     return jobs
 
 
@@ -149,6 +152,7 @@ def run_frontier(
     on_rung: Callable[[FrontierRecord], None] | None = None,
     state: FrontierState | None = None,
     isolate: bool = True,
+    as_given: AsGiven | None = None,
 ) -> FrontierOutcome:
     """Certify each rung of ``rungs`` (ladder order: every rung after the rungs around
     it; a :class:`~pace_cert.frontier.ladder.RowShares` ladder is translated into eta
@@ -162,7 +166,8 @@ def run_frontier(
     after each rung; ``state``: where every rung's status is kept (for the process
     guard's last words, :func:`pace_cert.frontier.state.last_words`; default a new one);
     ``isolate``: each local rung in a forked process of its own, ended at its hard stop
-    (:mod:`.isolate`; off: in this process, stopped by its budget only).
+    (:mod:`.isolate`; off: in this process, stopped by its budget only); ``as_given``:
+    how frontier.json and the rungs' certificates name the inputs (default: their paths).
     frontier.json lists every rung (finished, cut, not started) and is rewritten
     atomically before the first rung, at each rung's commits and after each rung.
     Exit code 0 when some rung certified a smaller model, else 2; InputError before
@@ -179,13 +184,14 @@ def run_frontier(
     say = progress or (lambda _m: None)
     for note in checked.notes:
         say(f"[frontier] {note}")
+    names = AsGiven() if as_given is None else as_given
     header = {
         "tool_version": _version(),
         "created": _now(),
-        "model": str(model),
+        "model": names.model or str(model),
         "model_sha256": hashlib.sha256(original_bytes).hexdigest(),
-        "data": str(data),
-        "test": None if test is None else str(test),
+        "data": names.data or str(data),
+        "test": None if test is None else names.test or str(test),
         "mode": cfgs[0].mode,
         "eta_units": "vote share" if ensemble.kind == "voting" else "raw score",
         "time_limit": settings.get("time_limit"),
@@ -198,7 +204,7 @@ def run_frontier(
     try:
         forest = fit_shared_forest(ds.X, cfgs[0], [r.delta for r in rungs])
         jobs = rung_jobs(
-            rungs, cfgs, model, data, test, out, target, forest, ds.X, ds.feature_names
+            rungs, cfgs, model, data, test, out, target, forest, ds.X, ds.feature_names, as_given
         )
         if backend == "ray":
             outcomes = _run_on_ray(jobs, budget, ray_address, cfgs[0].threads, say)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pace_cert.app import run_compress
+from pace_cert.app import AsGiven, run_compress
 from pace_cert.budget import Budget
 from pace_cert.data import read_csv
 from pace_cert.driver.result import StartModel
@@ -51,6 +51,7 @@ class RungJob:
     start_name: str | None = None
     keep_below: tuple[int, int] | None = None  # second pass: (trees, leaves) to beat
     columns: tuple[str, ...] | None = None  # the training CSV's feature columns
+    as_given: AsGiven | None = None  # how the certificate names the inputs (default: paths)
 
 
 @dataclass
@@ -102,6 +103,7 @@ def run_rung(
             on_commit=committed,
             plausibility=job.plausibility,
             start=job.start,
+            as_given=job.as_given,
         )
     except EmptyRegion:
         said(f"[frontier] {job.rung.name}: no training row lies in the region; next rung")
@@ -197,8 +199,10 @@ def _row_coverage(job: RungJob, original: Ensemble, path: Path) -> RowCoverage:
     a = labels(session(Path(job.model).read_bytes()), rows)
     b = labels(session((job.out / "compressed.onnx").read_bytes()), rows)
     same = np.asarray(a == b)
+    names = job.as_given or AsGiven()
+    named = names.test if path == job.test else names.data
     return RowCoverage(
-        path=str(path),
+        path=named or str(path),
         rows=len(rows),
         inside=int(inside.sum()),
         agreement=float(same.mean()) if len(rows) else 1.0,

@@ -11,6 +11,7 @@ import numpy as np
 
 from pace_cert.budget import Budget
 from pace_cert.guard import STDOUT_LOCK
+from pace_cert.memory import give_back
 
 INF = highspy.kHighsInf
 
@@ -46,9 +47,16 @@ def new_highs(threads: int = 1, seed: int = 0, time_limit: float | None = None) 
     return h
 
 
+#: nonzeros of M handed to HiGHS per ``addRows`` call (:func:`load_highs`)
+LOAD_BLOCK_NONZEROS = 1 << 18
+
+
 def load_highs(h, M, cost, lower, upper, row_lo=None, row_hi=None) -> None:
     """Append columns (cost, bounds) and then the rows of dense M (row bounds; default
-    [1, inf)) to HiGHS model h, M stored sparse."""
+    [1, inf)) to HiGHS model h, M stored sparse. The rows go in blocks of about
+    :data:`LOAD_BLOCK_NONZEROS` nonzeros, in order (the same model as one call): the
+    sparse copy of a large dense M (index arrays of 16 bytes per nonzero) never exists
+    whole."""
     n_rows, n_cols = M.shape
     h.addCols(
         n_cols,
@@ -62,17 +70,22 @@ def load_highs(h, M, cost, lower, upper, row_lo=None, row_hi=None) -> None:
     )
     if n_rows == 0:
         return
-    nz_r, nz_c = np.nonzero(M)
-    starts = np.searchsorted(nz_r, np.arange(n_rows)).astype(np.int32)
-    h.addRows(
-        n_rows,
-        np.ones(n_rows) if row_lo is None else np.asarray(row_lo, float),
-        np.full(n_rows, INF) if row_hi is None else np.asarray(row_hi, float),
-        len(nz_c),
-        starts,
-        nz_c.astype(np.int32),
-        M[nz_r, nz_c].astype(float),
-    )
+    lo = np.ones(n_rows) if row_lo is None else np.asarray(row_lo, float)
+    hi = np.full(n_rows, INF) if row_hi is None else np.asarray(row_hi, float)
+    step = max(1, LOAD_BLOCK_NONZEROS // max(n_cols, 1))
+    for a in range(0, n_rows, step):
+        block = M[a : a + step]
+        nz_r, nz_c = np.nonzero(block)
+        starts = np.searchsorted(nz_r, np.arange(len(block))).astype(np.int32)
+        h.addRows(
+            len(block),
+            lo[a : a + step],
+            hi[a : a + step],
+            len(nz_c),
+            starts,
+            nz_c.astype(np.int32),
+            block[nz_r, nz_c].astype(float),
+        )
 
 
 def run_highs(h: highspy.Highs, budget: Budget | None) -> highspy.HighsModelStatus:
@@ -85,6 +98,7 @@ def run_highs(h: highspy.Highs, budget: Budget | None) -> highspy.HighsModelStat
     limit = None if budget is None else budget.solver_limit()
     h.setOptionValue("time_limit", INF if limit is None else h.getRunTime() + limit)
     h.run()
+    give_back()  # what the solve freed (presolve's copies), and earlier solves' instances
     return h.getModelStatus()
 
 

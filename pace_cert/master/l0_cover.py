@@ -334,8 +334,9 @@ class L0Cover:
                 extra = None if sol is None or lazy is None else lazy(sol)
                 if extra is not None and len(extra):  # refuted: the same search, more rows
                     A = np.vstack([A, extra])
-                    An, scale = normalise_columns(A, self.T)
                     self.stats.lp_solves += lp.solves
+                    del lp, An  # free the old LP (HiGHS keeps ~100 bytes a nonzero) first
+                    An, scale = normalise_columns(A, self.T)
                     lp = MarginLP(An, self.T, self.offset_bound, self.seed)
                     continue
                 if sol is not None:

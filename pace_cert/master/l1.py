@@ -6,6 +6,8 @@ learners (``pace_cert/learners/pricing.py``).
 
 from __future__ import annotations
 
+import hashlib
+
 import highspy
 import numpy as np
 
@@ -32,30 +34,31 @@ class L1Master:
 
     The driver's constraint matrix only grows: new samples append rows, new learners
     insert w-columns before the beta columns. ``solve(A, T)`` checks that ``A`` extends
-    the matrix solved last (same old block, bit for bit), appends the new columns and
-    rows to the HiGHS model and re-solves from the previous basis; anything else (e.g.
-    learners removed) rebuilds the model. The answer is the same LP's optimum either way.
+    the matrix solved last (same old block, value for value: a digest of it is kept,
+    not a copy), appends the new columns and rows to the HiGHS model and re-solves from
+    the previous basis; anything else (e.g. learners removed) rebuilds the model. The
+    answer is the same LP's optimum either way.
     """
 
     def __init__(self, *, threads: int = 1, seed: int = 0) -> None:
         self.threads, self.seed = threads, seed
         self.h: highspy.Highs | None = None
-        self.A = np.zeros((0, 0))
+        self.shape: tuple[int, int] = (0, 0)  # of the matrix solved last
+        self.digest = b""  # of its w-block and beta-block (:func:`_blocks_digest`)
         self.T = 0
         self.cols = np.zeros(0, np.int64)  # column j of A -> HiGHS column
         self.rebuilds = 0
         self.iterations = 0  # simplex iterations of the last solve
 
     def _extends(self, A: np.ndarray, T: int) -> bool:
-        r0, c0 = self.A.shape
+        r0, c0 = self.shape
         T0 = self.T
         return (
             self.h is not None
             and A.shape[1] - T == c0 - T0
             and T >= T0
             and A.shape[0] >= r0
-            and np.array_equal(A[:r0, :T0], self.A[:, :T0])
-            and np.array_equal(A[:r0, T:], self.A[:, T0:])
+            and _blocks_digest(A[:r0, :T0], A[:r0, T:]) == self.digest
         )
 
     def _build(self, A: np.ndarray, T: int) -> None:
@@ -69,7 +72,7 @@ class L1Master:
 
     def _extend(self, A: np.ndarray, T: int) -> None:
         h = self.h
-        r0 = self.A.shape[0]
+        r0 = self.shape[0]
         T0 = self.T
         new = A[:r0, T0:T]
         if T > T0:
@@ -108,7 +111,8 @@ class L1Master:
             self._extend(A, n_learners)
         else:
             self._build(A, n_learners)
-        self.A, self.T = A.copy(), n_learners
+        self.shape, self.T = A.shape, n_learners
+        self.digest = _blocks_digest(A[:, :n_learners], A[:, n_learners:])
         h = self.h
         st = run_highs(h, budget)
         if st == highspy.HighsModelStatus.kTimeLimit:
@@ -127,6 +131,17 @@ class L1Master:
             optimal=True,
             status="optimal",
         )
+
+
+def _blocks_digest(w_block: np.ndarray, beta_block: np.ndarray) -> bytes:
+    """A digest of two float64 blocks that is equal for blocks equal value for value
+    (-0.0 counted as 0.0, as ``np.array_equal`` does; the rows hold no NaN): what
+    :class:`L1Master` keeps of the matrix it solved instead of a copy of it."""
+    h = hashlib.blake2b(digest_size=32)
+    for block in (w_block, beta_block):
+        h.update(repr(block.shape).encode())
+        h.update(np.ascontiguousarray(block + 0.0, np.float64).tobytes())
+    return h.digest()
 
 
 def solve_on_support(

@@ -33,7 +33,8 @@ def margin_rows(H: np.ndarray, y0: np.ndarray) -> np.ndarray:
     i, k = np.nonzero(other)  # row-major: sample-major, class-ascending
     yi = y0[i]
     A = np.zeros((len(i), T + K - 1))
-    A[:, :T] = H[i, :, yi] - H[i, :, k]
+    A[:, :T] = H[i, :, yi]
+    A[:, :T] -= H[i, :, k]  # in place: one gathered copy of H at a time, same values
     r = np.arange(len(i))
     A[r[yi > 0], T + yi[yi > 0] - 1] += 1.0
     A[r[k > 0], T + k[k > 0] - 1] -= 1.0

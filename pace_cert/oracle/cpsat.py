@@ -31,6 +31,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from pace_cert.budget import Budget
+from pace_cert.memory import give_back
 from pace_cert.model.ensemble import LEAF, Tree
 from pace_cert.oracle.schedule import (
     LevelOrder,
@@ -357,6 +358,7 @@ class SeparationOracle:
             results = run_sequential(pairs, attempt, threads, deadline)
         self.stats.solves += len(results)
         self.stats.seconds += sum(r.seconds for r in results)
+        give_back(collect=True)  # once a round: what the round dropped, cycles included
         return results
 
     def schedule_for(self, threads: int, n_pairs: int) -> str:

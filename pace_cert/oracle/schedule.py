@@ -185,41 +185,46 @@ def run_race(
             level_of[fut] = level
 
     with ThreadPoolExecutor(max_workers=threads + 1) as ex:
-        launch(ex)
-        while live:
-            done, _ = wait(list(live), timeout=0.05, return_when=FIRST_COMPLETED)
-            for fut in done:
-                pr = live.pop(fut)
-                level = level_of.pop(fut)
-                r = fut.result()
-                if pr in results:
-                    continue  # a loser, stopped
-                if r.status in ("FEASIBLE", "INFEASIBLE"):
-                    results[pr] = r
-                    races[pr].decide()
-                    levels.won(level)
-                    if r.status == "FEASIBLE" and found_at is None:
-                        found_at = time.perf_counter()
-                elif not any(q == pr for q in live.values()):
-                    results[pr] = r  # UNKNOWN: time limit or the nogood cap
-                    attempts[pr] = max_attempts
-            if until_found and found_at is not None:
-                now = time.perf_counter()
-                grace = max(settings.found_grace_seconds, found_at - t_start)
-                for pr in pairs:  # the round has a sample: stop the long searches
-                    if (
-                        pr not in results
-                        and pr in first_start
-                        and now - max(found_at, first_start[pr]) >= grace
-                    ):
-                        attempts[pr] = max_attempts
-                        races[pr].decide()
-            for pr, race in races.items():
-                if pr in results or race.decided:
-                    race.stop()  # repeated: a loser may not have been searching yet
-            if all(pr in results for pr in pairs):
-                continue  # wait for the stopped losers only
+        try:
             launch(ex)
+            while live:
+                done, _ = wait(list(live), timeout=0.05, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    pr = live.pop(fut)
+                    level = level_of.pop(fut)
+                    r = fut.result()
+                    if pr in results:
+                        continue  # a loser, stopped
+                    if r.status in ("FEASIBLE", "INFEASIBLE"):
+                        results[pr] = r
+                        races[pr].decide()
+                        levels.won(level)
+                        if r.status == "FEASIBLE" and found_at is None:
+                            found_at = time.perf_counter()
+                    elif not any(q == pr for q in live.values()):
+                        results[pr] = r  # UNKNOWN: time limit or the nogood cap
+                        attempts[pr] = max_attempts
+                if until_found and found_at is not None:
+                    now = time.perf_counter()
+                    grace = max(settings.found_grace_seconds, found_at - t_start)
+                    for pr in pairs:  # the round has a sample: stop the long searches
+                        if (
+                            pr not in results
+                            and pr in first_start
+                            and now - max(found_at, first_start[pr]) >= grace
+                        ):
+                            attempts[pr] = max_attempts
+                            races[pr].decide()
+                for pr, race in races.items():
+                    if pr in results or race.decided:
+                        race.stop()  # repeated: a loser may not have been searching yet
+                if all(pr in results for pr in pairs):
+                    continue  # wait for the stopped losers only
+                launch(ex)
+        except BaseException:  # e.g. a KeyboardInterrupt: stop every search, then wait
+            for race in races.values():
+                race.decide()
+            raise
     # pairs the deadline stopped before a first attempt: undecided, as in the other
     # schedules (whose attempts return UNKNOWN at once past the deadline)
     return [results.get(pr) or PairResult(*pr, "UNKNOWN") for pr in pairs]

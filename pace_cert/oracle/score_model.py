@@ -10,7 +10,7 @@ from functools import cached_property
 
 import numpy as np
 
-from pace_cert.model.ensemble import Ensemble, FlatForest, Tree, tree_sums
+from pace_cert.model.ensemble import Ensemble, FlatForest, Tree
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,7 @@ class ScoreModel:
 
     def scores(self, X: np.ndarray) -> np.ndarray:
         """Float64 class scores [len(X), K] of float32 rows ``X`` (screening only)."""
-        return tree_sums(self.tables, self.base, self.flat.apply(X))
+        return self.flat.sums(self.tables, self.base, X)
 
     def exact_scores(self, leaves: list[int]) -> list[Fraction]:
         """Exact rational class scores given the leaf reached in each tree."""

@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from pace_cert.model.ensemble import LEAF, FlatForest, Tree, float32_floor, tree_sums
+from pace_cert.model.ensemble import LEAF, FlatForest, Tree, float32_floor
 
 FORMAT_TAG = "pace-cert-plausibility/1"
 
@@ -155,8 +155,8 @@ def _scores_from_trees(
 ) -> np.ndarray:
     """A(x) in float64, summing the trees' leaf values in tree order (``flat``: the
     trees stacked, if already built)."""
-    leaves = (flat or FlatForest.of(trees)).apply(_as_float32_rows(X))
-    return tree_sums([t.value[:, :1] for t in trees], np.zeros(1), leaves)[:, 0]
+    flat = flat or FlatForest.of(trees)
+    return flat.sums([t.value[:, :1] for t in trees], np.zeros(1), _as_float32_rows(X))[:, 0]
 
 
 def _as_float32_rows(X: np.ndarray, n_features: int | None = None) -> np.ndarray:
