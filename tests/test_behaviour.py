@@ -10,8 +10,14 @@ import pytest
 
 from .behaviour import FINGERPRINTS, RUNS, run_fixture
 
+SLOW = {"gb3-seeds-pace-region", "rf3-seeds-generate-eta"}  # the longest (make test-slow)
 
-@pytest.mark.parametrize("run", RUNS, ids=[r.name for r in RUNS])
+
+@pytest.mark.parametrize(
+    "run",
+    [pytest.param(r, marks=pytest.mark.slow) if r.name in SLOW else r for r in RUNS],
+    ids=[r.name for r in RUNS],
+)
 def test_fingerprint_unchanged(run, tmp_path):
     expected = json.loads(FINGERPRINTS.read_text())[run.name]
     assert run_fixture(run, tmp_path) == expected

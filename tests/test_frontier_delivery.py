@@ -162,7 +162,9 @@ def _stuck_frontier(zoo_model, tmp_path, certified: bool, isolated: bool):
     return res, json.loads((out / "frontier.json").read_text())
 
 
-@pytest.mark.parametrize("certified, code", [(True, 0), (False, 2)])
+@pytest.mark.parametrize(
+    "certified, code", [(True, 0), pytest.param(False, 2, marks=pytest.mark.slow)]
+)
 def test_the_guard_ends_a_stuck_rung_with_the_table_and_frontier_json(
     zoo_model, tmp_path, certified, code
 ):
@@ -179,6 +181,7 @@ def test_the_guard_ends_a_stuck_rung_with_the_table_and_frontier_json(
     assert "wrote" in res.stderr and "1 cut, 1 not started" in res.stderr
 
 
+@pytest.mark.slow  # a rung hangs until its hard stop
 def test_a_stuck_rung_is_stopped_at_its_hard_stop_and_the_next_rung_runs(zoo_model, tmp_path):
     """Item 2: each rung in its own process, stopped at its share (+ a grace): a
     stuck first rung does not eat the second's time; both are listed cut with the

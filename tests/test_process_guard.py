@@ -53,6 +53,7 @@ def diabetes(tmp_path_factory) -> tuple[Path, Path]:
     return _model_and_data(DIABETES, tmp_path_factory.mktemp("guard"))
 
 
+@pytest.mark.slow  # about 40 s: a real run cut by its limit
 def test_a_run_cut_by_its_limit_keeps_the_smaller_model_it_certified(diabetes, tmp_path):
     """The limit ends a search that would go on for minutes; what is on disk is the
     smallest model certified by then (the first step's 15 trees or fewer).
@@ -150,7 +151,10 @@ def test_a_signal_mid_run_prints_the_result_and_records_the_stop(diabetes, tmp_p
 HANG_LIMIT = 4.0
 
 
-@pytest.mark.parametrize("step, as_json", [("l1", False), ("l1", True), ("pruning-bound", False)])
+@pytest.mark.parametrize(
+    "step, as_json",
+    [("l1", False), pytest.param("l1", True, marks=pytest.mark.slow), ("pruning-bound", False)],
+)
 def test_the_hard_deadline_in_a_step_prints_the_result_and_records_it(
     diabetes, tmp_path, step, as_json
 ):

@@ -106,6 +106,7 @@ def test_oracle_on_ray_gives_the_local_statuses(local_ray):
     assert seen == {"INFEASIBLE", "FEASIBLE"}
 
 
+@pytest.mark.slow  # a task killed and retried on a local Ray cluster
 def test_a_killed_task_is_retried_and_then_unknown(local_ray, monkeypatch, tmp_path):
     """A worker killed (SIGKILL) while it runs the task: Ray retries the task; a task
     killed on every try is UNKNOWN, never a proof; one killed once answers as locally."""

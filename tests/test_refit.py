@@ -169,6 +169,7 @@ def _refit_beats_prune(tmp_path, dataset: str, n: int) -> None:
     assert all(lr.origin == "new" for lr in certs["pace"].learners)
 
 
+@pytest.mark.slow  # a Table 2 forest: seconds of real search
 def test_refit_pair_beats_prune_on_compas_table2(tmp_path):
     """compas RF25: prune proves 3 original trees L0-optimal; PACE certifies 2 trees
     with re-fitted leaves (a pool partition and a partner)."""

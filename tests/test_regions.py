@@ -60,7 +60,7 @@ FAST = dict(iforest_estimators=25, l0_time_limit=5.0)  # keeps the default suite
     [
         ("rf", "compas", 30, 2, 0.1, 0.0),
         ("rf", "compas", 30, 2, 0.0, 0.2),
-        ("rf", "seeds", 10, 2, 0.2, 0.1),
+        pytest.param("rf", "seeds", 10, 2, 0.2, 0.1, marks=pytest.mark.slow),
         ("ada", "cancer", 15, 1, 0.1, 0.1),
         pytest.param("rf", "seeds", 20, 2, 0.2, 0.1, marks=pytest.mark.slow),
         pytest.param("ada", "cancer", 30, 1, 0.05, 0.2, marks=pytest.mark.slow),

@@ -154,7 +154,7 @@ def _pure_pair_exists(cells: np.ndarray, y: np.ndarray) -> bool:
     return False
 
 
-@pytest.mark.parametrize("seed", [1, 5])
+@pytest.mark.parametrize("seed", [1, pytest.param(5, marks=pytest.mark.slow)])
 def test_pace_size_bound_holds_on_every_cell_of_the_region(tmp_path, seed):
     """PACE's size_lower_bound (the synth phase's proof) is 3 on these RF 25 x depth 2
     models (4 features on a 4-level grid, 3 classes, eta = 0): brute force over every
