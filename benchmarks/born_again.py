@@ -28,19 +28,18 @@ over).
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import re
 import statistics
 import sys
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
 
 from benchmarks.harness.report import git_revision
-from benchmarks.procs import run_process
+from benchmarks.procs import append_row, read_rows, run_process
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "pace_cert.cli.main"]
@@ -197,22 +196,6 @@ def run_one(
     )  # fmt: skip
 
 
-def _read(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    with open(path) as f:
-        return list(csv.DictReader(f))
-
-
-def _append(path: Path, row: Row) -> None:
-    new = not path.exists()
-    with open(path, "a", newline="") as f:
-        w = csv.DictWriter(f, [fl.name for fl in fields(Row)])
-        if new:
-            w.writeheader()
-        w.writerow(asdict(row))
-
-
 def report(rows: list[dict], command: str, commit: str) -> str:
     """The Markdown report: per (source, dataset, region) the mean leaves of the forests
     and of the certified trees beside the born-again paper's means, then every run."""
@@ -281,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         csv_path.unlink()
     command = "python -m benchmarks.born_again " + " ".join(argv or sys.argv[1:])
     if not args.report_only:
-        done = {r["key"] for r in _read(csv_path)}
+        done = {r["key"] for r in read_rows(csv_path)}
         for name in args.datasets.split(","):
             for fold in range(args.folds):
                 for region in args.regions.split(","):
@@ -290,13 +273,15 @@ def main(argv: list[str] | None = None) -> int:
                         continue
                     row = run_one(args.source, name, fold, region, args.time_limit, args.work,
                                   args.ba_trees, args.threads)  # fmt: skip
-                    _append(csv_path, row)
+                    append_row(csv_path, row)
                     print(
                         f"{key}: exit {row.exit_code}, leaves {row.leaves_before} -> "
                         f"{row.leaves_after}, {row.wall:.1f} s, {row.verify}",
                         flush=True,
                     )
-    (args.out / f"{args.name}.md").write_text(report(_read(csv_path), command, git_revision(ROOT)))
+    (args.out / f"{args.name}.md").write_text(
+        report(read_rows(csv_path), command, git_revision(ROOT))
+    )
     return 0
 
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import csv
 import os
 import subprocess
 import tempfile
 import threading
 import time
+from dataclasses import asdict, fields
+from pathlib import Path
+from typing import Any
 
 
 def run_process(cmd: list[str], timeout: float) -> tuple[int, str, str, float, float]:
@@ -30,3 +34,22 @@ def run_process(cmd: list[str], timeout: float) -> tuple[int, str, str, float, f
     if wall >= timeout:
         err += f"\n[benchmark] killed after {timeout:.0f} s"
     return code, out, err, wall, usage.ru_maxrss / 1024
+
+
+def read_rows(path: Path) -> list[dict]:
+    """The rows of the CSV at ``path`` (none when it does not exist yet)."""
+    if not path.exists():
+        return []
+    with open(path) as f:
+        return list(csv.DictReader(f))
+
+
+def append_row(path: Path, row: Any) -> None:
+    """Append dataclass ``row`` to the CSV at ``path`` (its header first if new): the
+    benchmark scripts write each run as it ends, so a stopped run keeps the others."""
+    new = not path.exists()
+    with open(path, "a", newline="") as f:
+        w = csv.DictWriter(f, [fl.name for fl in fields(row)])
+        if new:
+            w.writeheader()
+        w.writerow(asdict(row))

@@ -19,17 +19,16 @@ Resumable (``--fresh`` starts over); ``--jobs 2`` runs two at once.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import re
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from benchmarks.harness.report import git_revision
-from benchmarks.procs import run_process
+from benchmarks.procs import append_row, read_rows, run_process
 
 ROOT = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "pace_cert.cli.main"]
@@ -123,22 +122,6 @@ def run_one(name: str, n: int, mode: str, limit: float, work: Path, threads: int
     )  # fmt: skip
 
 
-def _read(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    with open(path) as f:
-        return list(csv.DictReader(f))
-
-
-def _append(path: Path, row: Row) -> None:
-    new = not path.exists()
-    with open(path, "a", newline="") as f:
-        w = csv.DictWriter(f, [fl.name for fl in fields(Row)])
-        if new:
-            w.writeheader()
-        w.writerow(asdict(row))
-
-
 def _f(v: str, spec: str = ".3g") -> str:
     return "-" if v in ("", None) else format(float(v), spec)
 
@@ -224,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
         csv_path.unlink()
     command = "python -m benchmarks.tree_table2 " + " ".join(argv or sys.argv[1:])
     if not args.report_only:
-        done = {r["key"] for r in _read(csv_path)}
+        done = {r["key"] for r in read_rows(csv_path)}
         todo = [
             (name, int(n), mode)
             for name in args.datasets.split(",")
@@ -239,13 +222,15 @@ def main(argv: list[str] | None = None) -> int:
 
         def one(job: tuple[str, int, str]) -> None:
             row = run_one(*job, args.time_limit, args.work, args.threads, args.learner_depth)
-            _append(csv_path, row)
+            append_row(csv_path, row)
             print(f"{row.key}: exit {row.exit_code}, leaves {row.leaves_before} -> "
                   f"{row.leaves_after}, {row.wall:.1f} s, {row.verify}", flush=True)  # fmt: skip
 
         with ThreadPoolExecutor(args.jobs) as pool:
             list(pool.map(one, todo))
-    (args.out / f"{args.name}.md").write_text(report(_read(csv_path), command, git_revision(ROOT)))
+    (args.out / f"{args.name}.md").write_text(
+        report(read_rows(csv_path), command, git_revision(ROOT))
+    )
     return 0
 
 

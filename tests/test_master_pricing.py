@@ -194,6 +194,17 @@ def test_l1_master_warm_start_matches_cold_solves(n_classes):
         solve_l1(A, len(fewer)).objective, rel=1e-9
     )
     assert warm.rebuilds == 2
+    # released: small models are kept, forced or large ones freed and built again
+    warm.release()
+    assert warm.h is not None
+    warm.release(force=True)
+    assert warm.h is None
+    again = warm.solve(A, len(fewer))
+    assert again.objective == pytest.approx(solve_l1(A, len(fewer)).objective, rel=1e-9)
+    assert warm.rebuilds == 3
+    warm.RELEASE_ENTRIES = A.size - 1  # this matrix counts as large
+    warm.release()
+    assert warm.h is None and warm.shape == (0, 0)
 
 
 @pytest.mark.parametrize("seed", [0, 1])

@@ -15,7 +15,6 @@ The report ends with ``certified-smaller: K/N`` and ``median ratio: R.Rx``.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import re
@@ -23,12 +22,12 @@ import statistics
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
 from benchmarks.harness.report import git_revision
-from benchmarks.procs import run_process
+from benchmarks.procs import append_row, read_rows, run_process
 from benchmarks.realistic.models import MODELS, build
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -106,22 +105,6 @@ def run_one(
     )  # fmt: skip
 
 
-def _read(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    with open(path) as f:
-        return list(csv.DictReader(f))
-
-
-def _append(path: Path, row: Row) -> None:
-    new = not path.exists()
-    with open(path, "a", newline="") as f:
-        w = csv.DictWriter(f, [fl.name for fl in fields(Row)])
-        if new:
-            w.writeheader()
-        w.writerow(asdict(row))
-
-
 def report(rows: list[dict], command: str, commit: str, machine: str) -> str:
     """The Markdown report: one table row per run, then per-region and overall lines."""
     head = ("model", "region", "exit", "trees", "leaves", "bound", "phase", "wall s",
@@ -185,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     csv_path, md_path = args.out / f"{args.name}.csv", args.out / f"{args.name}.md"
     if args.fresh and csv_path.exists():
         csv_path.unlink()
-    done = {r["key"] + "/" + r["region"] for r in _read(csv_path)}
+    done = {r["key"] + "/" + r["region"] for r in read_rows(csv_path)}
     todo = [
         (model, region)
         for region in args.regions.split(",")
@@ -202,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[real] {key} ...", flush=True)
         row = run_one(model, region, args.time_limit, args.work, args.threads, args.mode)
         with lock:
-            _append(csv_path, row)
+            append_row(csv_path, row)
         print(
             f"[real] {key}: exit {row.exit_code}, {row.trees_before} -> "
             f"{row.trees_after} trees, {row.wall} s, verify {row.verify}",
@@ -218,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     order = {f"{m.key}/{r}": i for i, (r, m) in enumerate(
         (r, m) for r in REGIONS for m in MODELS)}  # fmt: skip
-    rows = sorted(_read(csv_path), key=lambda r: order.get(f"{r['key']}/{r['region']}", 0))
+    rows = sorted(read_rows(csv_path), key=lambda r: order.get(f"{r['key']}/{r['region']}", 0))
     machine = (
         f"{os.cpu_count()} cores; each compress in a fresh process, `--threads {args.threads}`, "
         f"{args.jobs} run(s) at once"

@@ -103,6 +103,21 @@ class L1Master:
                 rows[nz_r, nz_c].astype(float),
             )
 
+    #: :meth:`release` frees the HiGHS model when its matrix has more entries than this
+    #: (HiGHS holds ~130 bytes a nonzero: 2**20 dense entries are ~130 MB)
+    RELEASE_ENTRIES = 1 << 20
+
+    def release(self, force: bool = False) -> None:
+        """Free the HiGHS model if its matrix is large (``RELEASE_ENTRIES``; any size
+        with ``force``): the next :meth:`solve` builds it again and solves from no
+        basis (the same LP; only its time differs). A loop that is over and will not
+        extend this master soon calls it, so a later phase's LPs do not sit beside it
+        (decision record 0021, memory)."""
+        if force or self.shape[0] * self.shape[1] > self.RELEASE_ENTRIES:
+            self.h = None
+            self.shape, self.digest, self.T = (0, 0), b"", 0
+            self.cols = np.zeros(0, np.int64)
+
     def solve(self, A: np.ndarray, n_learners: int, budget: Budget | None = None) -> MasterSolution:
         """Problem R on ``A`` (layout of :func:`margin_rows`), warm-started when possible,
         within ``budget`` (:class:`~pace_cert.master.highs.OutOfTime` when it runs out;

@@ -195,4 +195,6 @@ class L0Loop(BaseStep):
         except OutOfTime:
             state.record_stop(self.name, "its share of the time ran out")
             return
+        finally:
+            state.l1_master.release()  # a large LP: not kept beside the L0 loops' own
         yield from l0_loops(state, state.learners, l1_value, warm, self.name, budget)

@@ -56,6 +56,7 @@ def l1_loop(
         return s
 
     res = faithful_loop(state, "l1", solve, learners, budget, certify=certify)
+    state.l1_master.release()  # a large LP: not kept beside the next phase's
     if stall and full[0] >= STALL_ROUNDS:
         state.record_stop(
             "l1",
