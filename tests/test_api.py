@@ -465,3 +465,16 @@ def test_top_level_names_and_a_light_import():
     code = "import sys, pace_cert; print(sorted(m for m in sys.modules if m.startswith('pace_')))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "['pace_cert']"  # the API loads on first use
+
+
+def test_readme_python_section_uses_only_top_level_names():
+    """The README's Python API section names pace_cert's top-level API only: every
+    ``pace_cert.NAME`` it mentions is in ``__all__``, and no internal module path."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = text.split("\n## Python API\n", 1)[1].split("\n## ", 1)[0]
+    names = set(re.findall(r"\bpace_cert\.(\w+)", section))
+    assert names and names <= set(pace_cert.__all__), names - set(pace_cert.__all__)
+    assert not re.search(r"\bpace_cert\.\w+\.\w", section)
