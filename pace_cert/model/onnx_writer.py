@@ -116,10 +116,33 @@ def ensemble_to_onnx(ens: Ensemble, info: OnnxModelInfo) -> onnx.ModelProto:
     outputs = [helper.make_tensor_value_info(info.label_name, label_type, [None])]
     if info.scores_name:
         outputs.append(helper.make_tensor_value_info(scores, TensorProto.FLOAT, [None, k]))
-    graph = helper.make_graph(
+    return _finished(
         graph_nodes,
+        initializer,
+        info.input_name,
+        ens.n_features,
+        outputs,
+        "argmax of TreeEnsembleRegressor scores, first index on ties",
+        list(ens.origin or ("original",) * len(trees)),
+    )
+
+
+def _finished(
+    nodes: list,
+    initializer: list,
+    input_name: str,
+    n_features: int,
+    outputs: list,
+    decision: str,
+    origin: list[str],
+) -> onnx.ModelProto:
+    """The checked model of graph ``nodes`` on one float input [None, n_features]:
+    opsets 17 and ai.onnx.ml 3, IR 8, producer pace-cert, and the metadata readers
+    rely on (``pace_cert.decision``, ``pace_cert.origin``: each tree's origin)."""
+    graph = helper.make_graph(
+        nodes,
         "pace_cert_compressed",
-        [helper.make_tensor_value_info(info.input_name, TensorProto.FLOAT, [None, ens.n_features])],
+        [helper.make_tensor_value_info(input_name, TensorProto.FLOAT, [None, n_features])],
         outputs,
         initializer=initializer,
     )
@@ -131,11 +154,7 @@ def ensemble_to_onnx(ens: Ensemble, info: OnnxModelInfo) -> onnx.ModelProto:
     )
     model.ir_version = 8
     helper.set_model_props(
-        model,
-        {
-            "pace_cert.decision": "argmax of TreeEnsembleRegressor scores, first index on ties",
-            "pace_cert.origin": json.dumps(list(ens.origin or ("original",) * len(trees))),
-        },
+        model, {"pace_cert.decision": decision, "pace_cert.origin": json.dumps(origin)}
     )
     onnx.checker.check_model(model)
     return model
@@ -219,25 +238,5 @@ def tree_classifier_to_onnx(ens: Ensemble, info: OnnxModelInfo) -> onnx.ModelPro
     if info.scores_name:
         width = k if k > 2 else 2
         outputs.append(helper.make_tensor_value_info(scores, TensorProto.FLOAT, [None, width]))
-    graph = helper.make_graph(
-        [node],
-        "pace_cert_compressed",
-        [helper.make_tensor_value_info(info.input_name, TensorProto.FLOAT, [None, ens.n_features])],
-        outputs,
-    )
-    model = helper.make_model(
-        graph,
-        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)],
-        producer_name="pace-cert",
-        producer_version=__version__,
-    )
-    model.ir_version = 8
-    helper.set_model_props(
-        model,
-        {
-            "pace_cert.decision": TREE_DECISION,
-            "pace_cert.origin": json.dumps(list(ens.origin or ("new",))),
-        },
-    )
-    onnx.checker.check_model(model)
-    return model
+    origin = list(ens.origin or ("new",))
+    return _finished([node], [], info.input_name, ens.n_features, outputs, TREE_DECISION, origin)
