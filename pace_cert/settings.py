@@ -146,10 +146,12 @@ class PaceTuning:
     ``synth_seconds``: per synthesis solve; ``bound_seconds``: per lower-bound proof
     right after pruning; ``merge_original``: first certify the original with its shared
     splits merged; ``synth_threads``: CP-SAT workers per synthesis solve (0: the run's
-    threads); ``tree_share``: of the time left, for one tree of the learner depth
-    before pruning (0: no such step); ``collapse_rounds``: rounds of the faithful loop
-    per collapsed split (objective leaves); ``collapse_share``: of their share, what the
-    pruning steps (elimination, L0) leave for collapsing (objective leaves)."""
+    threads); ``tree_share``: of the time pruning leaves, for one tree of the learner
+    depth (0: no such step); ``collapse_rounds``: rounds of the faithful loop per
+    collapsed split (objective leaves); ``collapse_share``: of their share, what the
+    pruning steps (elimination, L0) leave for collapsing (objective leaves; 0: pruning
+    spends what it does in mode prune, so PACE is never larger than prune with the same
+    limit, decision 0010)."""
 
     prune_share: float = 1.0
     generate_share: float = 1.0
@@ -161,9 +163,9 @@ class PaceTuning:
     bound_seconds: float = 10.0
     merge_original: bool = True
     synth_threads: int = 1
-    tree_share: float = 0.1
+    tree_share: float = 0.5
     collapse_rounds: int = 3
-    collapse_share: float = 0.3
+    collapse_share: float = 0.0
 
 
 @dataclass(frozen=True)

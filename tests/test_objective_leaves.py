@@ -71,3 +71,17 @@ def test_the_learner_depth_is_the_generated_family(compress_run):
         assert all(t.depth <= 1 for t, o in zip(comp.trees, comp.origin) if o == "new"), (
             "a generated learner deeper than --learner-depth"
         )
+
+
+def test_pace_prunes_first_with_the_time_prune_has():
+    """Decision 0010 with --objective leaves: the pace plan runs every pruning step
+    before the learner-depth tree and the collapse, the pruning steps spend the share
+    they have in mode prune, and a model minimal in trees does not end the run."""
+    from pace_cert.driver.plans import PLANS
+    from pace_cert.settings import CompressConfig
+
+    names = [s.name for s in PLANS["pace"].steps]
+    assert names.index("tree") > names.index("l0") and names.index("collapse") > names.index("tree")
+    for objective in ("trees", "leaves"):
+        cfg = CompressConfig.of(mode="pace", objective=objective)
+        assert cfg.tuning.pace.collapse_share == 0.0  # prune_scale() == 1: prune's shares

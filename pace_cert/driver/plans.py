@@ -74,7 +74,6 @@ PLANS: dict[str, Plan] = {
         (
             StartFrom(),
             WitnessBound(),
-            SingleTree(learner=True),  # one tree of the learner depth, when it is faithful
             MergeFirst(),
             FreeRemoval(),
             L1Loop(),
@@ -84,6 +83,7 @@ PLANS: dict[str, Plan] = {
             ShrinkStep(),
             L0Loop("l0"),  # prune first: PACE is never larger than prune
             WitnessBound(),
+            SingleTree(learner=True),  # one tree of the learner depth, when it is faithful
             Collapse(),  # objective leaves: splits collapsed one at a time, leaves re-fitted
             SynthBound(),  # depth <= 2: CP-SAT proofs of a lower bound on the size
             Boost(),  # totally corrective boosting for a smaller support

@@ -306,7 +306,10 @@ class RunState:
         return None if self.best is None else self.best[0].model.n_trees
 
     def minimal(self) -> bool:
-        """The best certified model has as few trees as the proved lower bound."""
+        """The best certified model has as few trees as the proved lower bound (never
+        with ``--objective leaves``: a bound on trees says nothing of leaves)."""
+        if self.cfg.objective == "leaves":
+            return False
         size = self.best_size()
         if size is None or self.size_bound is None or self.best is None:
             return False

@@ -256,9 +256,9 @@ class TreeSearch:
 class SingleTree(BaseStep):
     """Mode tree: always (after a start model, it may find a smaller tree), the depth
     capped by ``--max-depth``. In mode pace (``learner=True``): one learner of the
-    generated family, its depth capped by ``state.learner_depth()``, on a share
-    ``pace.tree_share`` of the time, when the original has more than one tree and the
-    run asked for ``--learner-depth`` or ``--objective leaves``."""
+    generated family, its depth capped by ``state.learner_depth()``, after pruning on a
+    share ``pace.tree_share`` of the time pruning left, when the original has more than
+    one tree and the run asked for ``--learner-depth`` or ``--objective leaves``."""
 
     name = "tree"
 
