@@ -89,6 +89,7 @@ def _gate(tmp_path, model, data, out, *flags, **env):
     )  # fmt: skip
 
 
+@pytest.mark.slow  # three CLI runs through the script
 def test_ci_gate_script_gates_on_exit_codes(tmp_path, zoo_model):
     """examples/ci/gate.sh: 0 ships a certified and re-verified smaller model (with the
     report); 2 when nothing smaller was certified, 0 with ALLOW_UNCHANGED=1; 3 on bad

@@ -180,6 +180,7 @@ def _without_timings(obj):
     return obj
 
 
+@pytest.mark.slow  # compress and verify on a local Ray cluster
 def test_compress_and_verify_on_ray_give_the_local_verdicts(local_ray, zoo_model, tmp_path):
     """``compress --backend ray`` writes the local run's certificate (one thread: the
     deterministic schedule; timings aside) and ``verify --backend ray`` re-proves it

@@ -183,6 +183,7 @@ def test_refit_triple_beats_prune_on_fico_table2(tmp_path):
     _refit_beats_prune(tmp_path, "fico", 25)
 
 
+@pytest.mark.slow  # a Table 2 search, seconds
 def test_refit_search_reports_progress():
     """The refit phase's partner search says how far it is (bases searched, sets
     tried) every ``master.progress_seconds``; compas RF25 needs several bases."""

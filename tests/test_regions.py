@@ -58,7 +58,7 @@ FAST = dict(iforest_estimators=25, l0_time_limit=5.0)  # keeps the default suite
 @pytest.mark.parametrize(
     "kind,dataset,n,depth,eta,delta",
     [
-        ("rf", "compas", 30, 2, 0.1, 0.0),
+        pytest.param("rf", "compas", 30, 2, 0.1, 0.0, marks=pytest.mark.slow),
         ("rf", "compas", 30, 2, 0.0, 0.2),
         pytest.param("rf", "seeds", 10, 2, 0.2, 0.1, marks=pytest.mark.slow),
         ("ada", "cancer", 15, 1, 0.1, 0.1),

@@ -208,6 +208,7 @@ def test_pace_stops_after_pruning_when_the_pruned_model_is_proved_minimal(tmp_pa
     assert_verifies_exhaustively(tmp_path / "model.onnx", tmp_path / "pace")
 
 
+@pytest.mark.slow  # a full pace run
 def test_synthesis_beats_the_other_phases_on_a_small_adaboost(tmp_path):
     """AdaBoost 20 x depth 2 (4 features on a 4-level grid, eta = 0): PACE without the
     synthesis phase keeps 5 trees (its only lower bound comes from boundary witnesses);
