@@ -52,15 +52,10 @@ def model_input(model: Any) -> ModelInput:
     import onnx
 
     if isinstance(model, str | os.PathLike):
+        from pace_cert.model.onnx_reader import read_onnx_bytes
+
         path = Path(model)
-        try:
-            return ModelInput(path.read_bytes(), str(path), path)
-        except FileNotFoundError:
-            raise InputError(path, "file not found") from None
-        except IsADirectoryError:
-            raise InputError(path, "is a directory, expected an ONNX file") from None
-        except OSError as e:
-            raise InputError(path, f"cannot read file ({e.strerror})") from None
+        return ModelInput(read_onnx_bytes(path), str(path), path)
     if isinstance(model, onnx.ModelProto):
         return ModelInput(model.SerializeToString(), "<ModelProto>")
     if isinstance(model, bytes | bytearray | memoryview):

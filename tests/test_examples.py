@@ -14,14 +14,19 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_library_api_example_runs(tmp_path):
-    p = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "library_api.py"), str(tmp_path / "out")],
+def run_example(name: str, out: Path) -> subprocess.CompletedProcess:
+    """``examples/NAME`` run as a script with ``out`` as its argument."""
+    return subprocess.run(
+        [sys.executable, str(ROOT / "examples" / name), str(out)],
         capture_output=True,
         text=True,
         timeout=600,
         cwd=ROOT,
     )
+
+
+def test_library_api_example_runs(tmp_path):
+    p = run_example("library_api.py", tmp_path / "out")
     assert p.returncode == 0, p.stderr[-2000:]
     assert "certified" in p.stdout and "verified" in p.stdout
     assert "checked: faithfulness" in p.stdout and "stated: run" in p.stdout
@@ -31,13 +36,7 @@ def test_library_api_example_runs(tmp_path):
 def test_notebook_quickstart_runs(tmp_path):
     """examples/notebook_quickstart.py: a forest trained on a DataFrame, compressed with
     pace_cert.compress, printed, verified and saved (about 10 s)."""
-    p = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "notebook_quickstart.py"), str(tmp_path / "q")],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=ROOT,
-    )
+    p = run_example("notebook_quickstart.py", tmp_path / "q")
     assert p.returncode == 0, p.stderr[-2000:]
     assert "CertifiedModel" in p.stdout and "trees" in p.stdout
     assert "verify: verified" in p.stdout

@@ -60,17 +60,24 @@ from pace_cert.model.readers.skl2onnx_adaboost import recognise_adaboost_samme
 from pace_cert.model.readers.skl2onnx_trees import recognise_tree_ensemble_classifier
 
 
-def load_onnx(path: str | Path) -> onnx.ModelProto:
-    """Load an ONNX file without following external-data paths (exit 3 on failure)."""
+def read_onnx_bytes(path: str | Path) -> bytes:
+    """The bytes of the ONNX file at ``path``; InputError (exit 3) naming the file when
+    it cannot be read."""
     p = Path(path)
     try:
-        data = p.read_bytes()
+        return p.read_bytes()
     except FileNotFoundError:
         raise InputError(p, "file not found") from None
     except IsADirectoryError:
         raise InputError(p, "is a directory, expected an ONNX file") from None
     except OSError as e:
         raise InputError(p, f"cannot read file ({e.strerror})") from None
+
+
+def load_onnx(path: str | Path) -> onnx.ModelProto:
+    """Load an ONNX file without following external-data paths (exit 3 on failure)."""
+    p = Path(path)
+    data = read_onnx_bytes(p)
     try:
         model = onnx.load_from_string(data)
     except Exception:
