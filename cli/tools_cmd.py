@@ -79,7 +79,9 @@ def inspect(
         if ens.n_trees == 1:  # one tree: its rules, the features named by --data's header
             from pace_cert.tree_text import tree_rules
 
-            names = _feature_names(data, ens.n_features) if data is not None else None
+            names = list(info.feature_names) if info.feature_names is not None else None
+            if data is not None:
+                names = _feature_names(data, ens.n_features, names)
             rules = tree_rules(ens.trees[0], ens.classes, names)
         if as_json:
             print_json({**d, "rules": rules})
@@ -105,9 +107,11 @@ def inspect(
     run_command(body, debug)
 
 
-def _feature_names(path: Path, n_features: int) -> list[str]:
-    """The first ``n_features`` column names of a CSV's header (InputError when it
-    cannot be read or is too short)."""
+def _feature_names(path: Path, n_features: int, recorded: list[str] | None) -> list[str]:
+    """The model's feature names (``recorded``, when the model records them: the header
+    must hold every one of them, else InputError naming them), else the first
+    ``n_features`` column names of a CSV's header (InputError when it cannot be read or
+    is too short)."""
     from pace_cert.errors import InputError
 
     try:
@@ -115,6 +119,13 @@ def _feature_names(path: Path, n_features: int) -> list[str]:
             header = f.readline().strip().split(",")
     except OSError as e:
         raise InputError(path, f"cannot read the CSV header ({e.strerror or e})") from None
+    header = [h.strip() for h in header]
+    if recorded is not None:
+        missing = [c for c in recorded if c not in header]
+        if missing:
+            raise InputError(path, f"the header lacks the model's features {missing[:8]} "
+                             "(columns are matched by name)")  # fmt: skip
+        return recorded
     if len(header) < n_features:
         raise InputError(path, f"the header names {len(header)} columns, the model reads "
                          f"{n_features} features")  # fmt: skip

@@ -133,7 +133,7 @@ def run_compress(
         check_for_model(cfg, ensemble.kind)
     except SettingError as e:
         raise InputError(None, str(e)) from None
-    data = read_csv(data_path, ensemble.classes, ensemble.n_features, target)
+    data = read_csv(data_path, ensemble.classes, ensemble.n_features, target, info.feature_names)
     X_fit = data.X[data.complete]  # the region is built from the rows without NaN only
     if len(X_fit) < 2:
         raise InputError(data_path, _too_few_rows(len(data.X), len(X_fit)))
@@ -359,6 +359,7 @@ class _Renderer:
             rows=len(data.X),
             target=target,
             feature_names=list(data.feature_names),
+            columns_matched_by="position" if info.feature_names is None else "name",
         )
         self._coverage: Coverage | None = None
         self._missing_original: np.ndarray | None = None

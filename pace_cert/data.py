@@ -49,9 +49,10 @@ def read_csv(
     columns: Sequence[str] | None = None,
 ) -> Dataset:
     """Read and validate TRAIN.csv against a model with ``classes`` and ``n_features``.
-    ``columns``: the feature columns by header name, in model order (another CSV's,
-    e.g. the training CSV's for a test CSV): the file's feature columns are matched to
-    them by name, in any order; a column missing or not among them is named."""
+    ``columns``: the feature columns by header name, in model order (the names the
+    model records, or another CSV's, e.g. the training CSV's for a test CSV): the
+    file's feature columns are matched to them by name, exactly, in any order; a column
+    missing or not among them is named. None: the columns are taken by position."""
     p = Path(path)
     try:
         with open(p, newline="") as f:
@@ -122,27 +123,42 @@ def read_csv(
 
 def _by_name(p: Path, header: list[str], feat_cols: list[int], columns: list[str]) -> list[int]:
     """The file's columns (indices into ``header``) holding ``columns``, matched by
-    name; InputError naming a column missing, extra or given twice."""
+    name; InputError naming the columns missing, extra or given twice."""
     names = [header[i] for i in feat_cols]
-    for c in columns:
-        if c not in names:
-            where = columns.index(c) + 1
-            raise InputError(
-                p,
-                f"no column {c!r} (feature column {where} of the training CSV; "
-                "columns are matched by header name)",
-            )
-    for c in names:
-        if c not in columns:
-            raise InputError(p, f"column {c!r} is not a feature column of the training CSV")
-        if names.count(c) > 1 or columns.count(c) > 1:
-            if names != columns:  # duplicate names: only the same order is unambiguous
-                raise InputError(
-                    p,
-                    f"column {c!r} appears twice: the columns must be in the training CSV's order",
-                )
-            return feat_cols
+    problem = column_mismatch(names, columns)
+    if problem is not None:
+        raise InputError(p, problem)
     return [feat_cols[names.index(c)] for c in columns]
+
+
+def column_mismatch(given: Sequence[str], expected: Sequence[str]) -> str | None:
+    """Why the feature columns ``given`` (a file's or a DataFrame's) cannot be matched
+    by name to the model's ``expected`` ones, exactly (None when they can: the same
+    names, each once, in any order). The message names the columns on both sides."""
+    given, expected = [str(c) for c in given], [str(c) for c in expected]
+    twice = sorted({c for c in given if given.count(c) > 1})
+    if twice:
+        return f"column {twice[0]!r} appears more than once; columns are matched by name"
+    missing = [c for c in expected if c not in given]
+    extra = [c for c in given if c not in expected]
+    if not missing and not extra:
+        return None
+    parts = []
+    if missing:
+        parts.append(f"no column {_listed(missing)}")
+    if extra:
+        parts.append(f"{_listed(extra)} not among the features")
+    return (
+        "the columns do not match the features by name: "
+        + "; ".join(parts)
+        + f" (the {len(expected)} features: {_listed(expected)}; columns are matched by "
+        "name, never by position)"
+    )
+
+
+def _listed(names: Sequence[str], most: int = 8) -> str:
+    shown = ", ".join(repr(n) for n in names[:most])
+    return shown + (f", ... ({len(names)} in all)" if len(names) > most else "")
 
 
 def row_name(i: int, line: int) -> str:

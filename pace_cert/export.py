@@ -11,6 +11,7 @@ is an :class:`~pace_cert.errors.InputError` naming the estimator.
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import numpy as np
@@ -38,6 +39,32 @@ def feature_names(model: object) -> list[str] | None:
     return None if names is None else [str(n) for n in names]
 
 
+def with_feature_names(proto: onnx.ModelProto, names: list[str] | None) -> onnx.ModelProto:
+    """``proto`` recording ``names`` (the estimator's columns, in input order) under the
+    reader's metadata key, so that data given later is matched to them by name."""
+    from pace_cert.model.onnx_graph import FEATURE_NAMES_KEY
+
+    if names is not None:
+        entry = proto.metadata_props.add()
+        entry.key, entry.value = FEATURE_NAMES_KEY, json.dumps(list(names))
+    return proto
+
+
+def _not_a_classifier(final: Any) -> str:
+    """Why an estimator without ``classes_`` cannot be compressed: a regressor (or any
+    other non-classifier) is not what pace-cert compresses; else it is not fitted."""
+    kind = getattr(final, "_estimator_type", None)
+    if kind is None:
+        tags = getattr(final, "__sklearn_tags__", None)
+        kind = getattr(tags(), "estimator_type", None) if callable(tags) else None
+    if kind not in (None, "classifier"):
+        return (
+            f"is a {kind}, not a classifier: pace-cert compresses classifiers only (their "
+            "labels are what it certifies)"
+        )
+    return "is not a fitted classifier (no classes_): fit it first"
+
+
 def estimator_to_onnx(model: Any) -> onnx.ModelProto:
     """The fitted classifier ``model`` as ONNX (float32 input, zipmap off)."""
     name = estimator_name(model)
@@ -51,9 +78,12 @@ def estimator_to_onnx(model: Any) -> onnx.ModelProto:
         )
     n_features = _n_features(model, name)
     try:
-        if family == "sklearn":
-            return _sklearn(model, n_features)
-        return _booster(model, family, n_features)
+        proto = (
+            _sklearn(model, n_features)
+            if family == "sklearn"
+            else _booster(model, family, n_features)
+        )
+        return with_feature_names(proto, feature_names(model))
     except ImportError as e:
         raise InputError(
             name,
@@ -81,14 +111,14 @@ def _sklearn(model: Any, n_features: int) -> onnx.ModelProto:
 
     final = model.steps[-1][1] if isinstance(model, Pipeline) else model
     if not hasattr(final, "classes_"):
-        raise InputError(
-            estimator_name(model), "is not a fitted classifier (no classes_): fit it first"
-        )
+        raise InputError(estimator_name(model), _not_a_classifier(final))
     x0 = np.zeros((1, n_features), np.float32)
     return to_onnx(model, x0, options={id(final): {"zipmap": False}})
 
 
 def _booster(model: Any, family: str, n_features: int) -> onnx.ModelProto:
+    if not hasattr(model, "classes_"):
+        raise InputError(estimator_name(model), _not_a_classifier(model))
     from onnxmltools.convert import convert_lightgbm, convert_xgboost
     from onnxmltools.convert.common.data_types import FloatTensorType
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from pace_cert.data import column_mismatch
 from pace_cert.errors import EmptyRegion, InputError
 from pace_cert.export import estimator_name, estimator_to_onnx, feature_names, is_estimator
 
@@ -35,7 +36,9 @@ ARRAY = "<ndarray>"
 @dataclass(frozen=True)
 class ModelInput:
     """A model as ONNX bytes. ``path``: the file it came from (None: it came in memory);
-    ``name``: how messages name it; ``columns``: the feature names its estimator saw."""
+    ``name``: how messages name it; ``columns``: the feature names it records (its
+    estimator's ``feature_names_in_``, or the ONNX metadata): data is matched to them
+    by name; None: by position."""
 
     onnx_bytes: bytes
     name: str
@@ -55,13 +58,15 @@ def model_input(model: Any) -> ModelInput:
         from pace_cert.model.onnx_reader import read_onnx_bytes
 
         path = Path(model)
-        return ModelInput(read_onnx_bytes(path), str(path), path)
+        blob = read_onnx_bytes(path)
+        return ModelInput(blob, str(path), path, _recorded_names(blob))
     if isinstance(model, onnx.ModelProto):
-        return ModelInput(model.SerializeToString(), "<ModelProto>")
+        blob = model.SerializeToString()
+        return ModelInput(blob, "<ModelProto>", None, _recorded_names(blob))
     if isinstance(model, bytes | bytearray | memoryview):
-        return ModelInput(bytes(model), "<bytes>")
+        return ModelInput(bytes(model), "<bytes>", None, _recorded_names(bytes(model)))
     if is_estimator(model):
-        proto = estimator_to_onnx(model)
+        proto = estimator_to_onnx(model)  # records feature_names_in_, when it has them
         blob = proto.SerializeToString()
         return ModelInput(blob, estimator_name(model), None, feature_names(model))
     raise InputError(
@@ -69,6 +74,20 @@ def model_input(model: Any) -> ModelInput:
         f"model: expected a fitted estimator, an ONNX ModelProto, bytes or a path, got "
         f"{type(model).__name__}",
     )
+
+
+def _recorded_names(blob: bytes) -> list[str] | None:
+    """The feature names an ONNX model records (its metadata), if any; None also when
+    the bytes are no ONNX model or the entry is malformed (the reader says why later)."""
+    import onnx
+
+    from pace_cert.model.onnx_graph import recorded_feature_names
+
+    try:
+        names = recorded_feature_names(onnx.load_from_string(blob), None)
+    except Exception:  # not ONNX, or a malformed entry: the reader says why later
+        return None
+    return None if names is None else list(names)
 
 
 @dataclass(frozen=True)
@@ -86,9 +105,10 @@ def table_input(
     X: Any, y: Any = None, target: str = "target", columns: Sequence[str] | None = None
 ) -> Table | Path:
     """A CSV path (returned as it is: its ``target`` column holds the labels), a pandas
-    DataFrame (labels in ``y`` or in its ``target`` column; the feature columns are
-    ``columns`` when it has them all, e.g. the names the estimator was fitted with, else
-    the others in order), or a 2-D array with labels ``y``."""
+    DataFrame (labels in ``y`` or in its ``target`` column; when the model records its
+    feature names ``columns``, the frame's other columns must be exactly those, in any
+    order, and are taken by name; else in order), or a 2-D array with labels ``y``
+    (columns by position: an array has no names)."""
     if isinstance(X, str | os.PathLike):
         if y is not None:
             raise InputError(X, "y is given but X is a CSV path: its target column has the labels")
@@ -133,7 +153,10 @@ def _frame(df: Any, y: Any, target: str, columns: Sequence[str] | None) -> Table
             "the certificate with target=",
         )
     names = [str(c) for c in df.columns]
-    if columns is not None and set(columns) <= set(names):
+    if columns is not None:  # the model's names: matched exactly, never by position
+        problem = column_mismatch(names, columns)
+        if problem is not None:
+            raise InputError(DATAFRAME, problem)
         df = df.iloc[:, [names.index(c) for c in columns]]
         names = list(columns)
     for c, dtype in zip(names, df.dtypes):

@@ -67,7 +67,7 @@ def test_a_missing_or_unknown_test_column_is_named(zoo_model, tmp_path):
     rows = [line.split(",") for line in (tmp_path / "t.csv").read_text().splitlines()]
     rows = [[*r[:-1], "surprise" if i == 0 else "0", r[-1]] for i, r in enumerate(rows)]
     (tmp_path / "extra.csv").write_text("\n".join(",".join(r) for r in rows) + "\n")
-    with pytest.raises(InputError, match="'surprise' is not a feature column"):
+    with pytest.raises(InputError, match="'surprise' not among the features"):
         read_csv(tmp_path / "extra.csv", classes, n + 1, "target", names)
     out = tmp_path / "out"
     res = CliRunner().invoke(

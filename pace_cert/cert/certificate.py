@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pace_cert.model.ensemble import family_of
 
-SCHEMA_VERSION = "1.7"  # 1.1: summary.size_lower_bound; 1.2: boundary witnesses (optional);
+SCHEMA_VERSION = "1.8"  # 1.1: summary.size_lower_bound; 1.2: boundary witnesses (optional);
 # 1.3: learners' merged / original_trees, history phase "merge", summary.phase "merge";
 # 1.4: history points without compressed_label (the label of an intermediate candidate,
 # which verify cannot replay), data (the training CSV's hash), region.coverage;
@@ -30,7 +30,8 @@ SCHEMA_VERSION = "1.7"  # 1.1: summary.size_lower_bound; 1.2: boundary witnesses
 # (rows with NaN) and summary.missing_label_changes; 1.7: mode "tree" (history phase
 # "tree", summary.single_tree), summary.objective and summary.learner_depth, and
 # summary.deployment (both models' size in trees, leaves, internal nodes, depth,
-# comparisons per prediction, ONNX bytes and measured onnxruntime latency), all optional
+# comparisons per prediction, ONNX bytes and measured onnxruntime latency), all optional;
+# 1.8: data.columns_matched_by (name or position)
 Label = int | str
 
 
@@ -505,6 +506,14 @@ class DataSummary(_Strict):
         description="the CSV's feature columns in model order: the names of the features "
         "that the region and the witnesses give by index (schema 1.6; null in older "
         "certificates)",
+    )
+    columns_matched_by: Literal["name", "position"] | None = Field(
+        default=None,
+        description="how the data's columns were matched to the model's features: 'name' "
+        "when the model records its feature names (a fitted estimator's feature_names_in_, "
+        "kept in the ONNX metadata pace_cert.feature_names) and the columns were matched "
+        "to them by name, exactly; 'position' when the model records none and the columns "
+        "were taken in order (schema 1.8; null in older certificates)",
     )
 
 

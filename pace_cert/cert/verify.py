@@ -322,7 +322,9 @@ def _prove(
         from pace_cert.data import read_csv
 
         target = cert.data.target if cert.data is not None else "target"
-        X_data = read_csv(data_path, orig.classes, orig.n_features, target).X
+        # by name when the original records its feature names, else by position
+        names = infos[0].feature_names
+        X_data = read_csv(data_path, orig.classes, orig.n_features, target, names).X
         data_sha = _sha(data_path.read_bytes())
     # rows with missing values are in no region: replayed for the counts, not as probes
     X_full = X_data

@@ -59,13 +59,13 @@ def check_inputs(
     ladder (a :class:`RowShares` ladder translated into eta for this model) and every
     rung's settings. InputError (exit 3) otherwise."""
     original_bytes = Path(model).read_bytes() if Path(model).is_file() else b""
-    ensemble, _info = read_ensemble(model)
+    ensemble, info = read_ensemble(model)
     loadable_session(original_bytes, model)
     try:  # the settings all rungs share: an error names the option, not a rung
         CompressConfig.of(**settings)
     except SettingError as e:
         raise InputError(None, str(e)) from None
-    ds = read_csv(data, ensemble.classes, ensemble.n_features, target)
+    ds = read_csv(data, ensemble.classes, ensemble.n_features, target, info.feature_names)
     if len(ds.X) < 2:
         raise InputError(data, "has 1 data row; the frontier needs at least 2")
     ts = None

@@ -190,7 +190,7 @@ def _row_coverage(job: RungJob, original: Ensemble, path: Path) -> RowCoverage:
     from pace_cert.region.margins import region_margin
 
     rows = read_csv(path, original.classes, original.n_features, job.target, job.columns).X
-    train = read_csv(job.data, original.classes, original.n_features, job.target).X
+    train = read_csv(job.data, original.classes, original.n_features, job.target, job.columns).X
     forest = job.plausibility if job.cfg.delta > 0 else None
     domain = region_domain(original, train, job.cfg, forest)
     inside = region_masks(original, rows, region_margin(original, job.cfg.eta), forest, domain)[

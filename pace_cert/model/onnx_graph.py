@@ -4,6 +4,7 @@ recogniser runs (every tensor name defined once)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +34,39 @@ class OnnxModelInfo:
     label_name: str
     scores_name: str | None
     label_is_string: bool
+    #: the feature columns by name, in input order (metadata ``FEATURE_NAMES_KEY``),
+    #: when the model records them: data is then matched to it by name, never by position
+    feature_names: tuple[str, ...] | None = None
+
+
+#: the metadata key under which a model records its feature columns' names: a JSON list
+#: of strings in input order (written by :func:`pace_cert.export.estimator_to_onnx` from
+#: a fitted estimator's ``feature_names_in_`` and carried to the compressed model)
+FEATURE_NAMES_KEY = "pace_cert.feature_names"
+
+
+def recorded_feature_names(
+    model: onnx.ModelProto, n_features: int | None
+) -> tuple[str, ...] | None:
+    """The feature names ``model`` records under :data:`FEATURE_NAMES_KEY` (None when it
+    records none). UnsupportedModel when the entry is not a JSON list of distinct
+    strings, one per input column (``n_features``, when the input's width is fixed)."""
+    raw = next((p.value for p in model.metadata_props if p.key == FEATURE_NAMES_KEY), None)
+    if raw is None:
+        return None
+    try:
+        names = json.loads(raw)
+    except ValueError:
+        names = None
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise UnsupportedModel(f"metadata {FEATURE_NAMES_KEY} is not a JSON list of strings")
+    if len(set(names)) != len(names):
+        raise UnsupportedModel(f"metadata {FEATURE_NAMES_KEY} names a feature twice")
+    if n_features is not None and len(names) != n_features:
+        raise UnsupportedModel(
+            f"metadata {FEATURE_NAMES_KEY} names {len(names)} features, the input has {n_features}"
+        )
+    return tuple(names)
 
 
 class NoMatch(UnsupportedModel):
@@ -100,7 +134,9 @@ def interface(model: onnx.ModelProto) -> OnnxModelInfo:
     if ltype not in (onnx.TensorProto.INT64, onnx.TensorProto.STRING):
         raise UnsupportedModel("the first output must be an int64 or string label tensor")
     scores = g.output[1].name if len(g.output) > 1 else None
-    return OnnxModelInfo(inp.name, label.name, scores, ltype == onnx.TensorProto.STRING)
+    width = tt.shape.dim[1].dim_value if tt.shape.dim[1].HasField("dim_value") else None
+    names = recorded_feature_names(model, width)
+    return OnnxModelInfo(inp.name, label.name, scores, ltype == onnx.TensorProto.STRING, names)
 
 
 def n_features(model: onnx.ModelProto, trees: list[Tree]) -> int:

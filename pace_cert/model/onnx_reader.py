@@ -44,6 +44,7 @@ from pace_cert.model.ensemble import (
 )
 from pace_cert.model.input_transform import TREE_OPS, find_prefix, fold_input, strip_prefix
 from pace_cert.model.onnx_graph import (
+    FEATURE_NAMES_KEY,
     NoMatch,
     OnnxModelInfo,
     UnsupportedModel,
@@ -121,7 +122,13 @@ def ensemble_from_model(model: onnx.ModelProto) -> tuple[Ensemble, OnnxModelInfo
         except NoMatch as e:
             reasons.append(f"{recognise.__name__}: {e}")
             continue
-        return (ens if prefix is None else fold_input(ens, model, prefix)), info
+        ens = ens if prefix is None else fold_input(ens, model, prefix)
+        if info.feature_names is not None and len(info.feature_names) != ens.n_features:
+            raise UnsupportedModel(
+                f"metadata {FEATURE_NAMES_KEY} names {len(info.feature_names)} features, "
+                f"the model reads {ens.n_features}"
+            )
+        return ens, info
     raise UnsupportedModel("; ".join(reasons))
 
 

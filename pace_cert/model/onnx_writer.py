@@ -23,7 +23,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from pace_cert import __version__
 from pace_cert.model.ensemble import LEAF, Ensemble
-from pace_cert.model.onnx_graph import OnnxModelInfo
+from pace_cert.model.onnx_graph import FEATURE_NAMES_KEY, OnnxModelInfo
 from pace_cert.model.tree_ensemble_op import NODE_ATTRS, TARGET_ATTRS
 
 
@@ -124,6 +124,7 @@ def ensemble_to_onnx(ens: Ensemble, info: OnnxModelInfo) -> onnx.ModelProto:
         outputs,
         "argmax of TreeEnsembleRegressor scores, first index on ties",
         list(ens.origin or ("original",) * len(trees)),
+        info.feature_names,
     )
 
 
@@ -135,6 +136,7 @@ def _finished(
     outputs: list,
     decision: str,
     origin: list[str],
+    feature_names: tuple[str, ...] | None = None,
 ) -> onnx.ModelProto:
     """The checked model of graph ``nodes`` on one float input [None, n_features]:
     opsets 17 and ai.onnx.ml 3, IR 8, producer pace-cert, and the metadata readers
@@ -153,9 +155,10 @@ def _finished(
         producer_version=__version__,
     )
     model.ir_version = 8
-    helper.set_model_props(
-        model, {"pace_cert.decision": decision, "pace_cert.origin": json.dumps(origin)}
-    )
+    props = {"pace_cert.decision": decision, "pace_cert.origin": json.dumps(origin)}
+    if feature_names is not None:  # the original's names: data is matched by name
+        props[FEATURE_NAMES_KEY] = json.dumps(list(feature_names))
+    helper.set_model_props(model, props)
     onnx.checker.check_model(model)
     return model
 
@@ -239,4 +242,7 @@ def tree_classifier_to_onnx(ens: Ensemble, info: OnnxModelInfo) -> onnx.ModelPro
         width = k if k > 2 else 2
         outputs.append(helper.make_tensor_value_info(scores, TensorProto.FLOAT, [None, width]))
     origin = list(ens.origin or ("new",))
-    return _finished([node], [], info.input_name, ens.n_features, outputs, TREE_DECISION, origin)
+    return _finished(
+        [node], [], info.input_name, ens.n_features, outputs, TREE_DECISION, origin,
+        info.feature_names,
+    )  # fmt: skip
