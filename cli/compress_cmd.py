@@ -279,6 +279,7 @@ def compress_summary(res: CompressOutcome, cfg: Any, model: Path) -> str:
     from pace_cert.cert.coverage import coverage_line, missing_lines, tie_band_line
     from pace_cert.cert.words import deployment_lines, narrowing_lines
     from pace_cert.estimate import placement
+    from pace_cert.outcome_words import stop_lines, unchanged_lines
 
     cert = res.certificate
     s, reg = cert.summary, cert.region
@@ -295,8 +296,7 @@ def compress_summary(res: CompressOutcome, cfg: Any, model: Path) -> str:
             f"certified ({s.seconds:.1f}s)",
             f"the original was written unchanged: {comp} is {model}, byte for byte, with an "
             "inconclusive certificate",
-            "why: " + _why_unchanged(res, cfg),
-            "try: " + _what_to_try(res, cfg),
+            *unchanged_lines(res, cfg),
         ]
     lines += tree_lines(cert)
     lines += deployment_lines(s.deployment)
@@ -314,71 +314,9 @@ def compress_summary(res: CompressOutcome, cfg: Any, model: Path) -> str:
     names = cert.data.feature_names if cert.data is not None else None
     lines.append(f"domain: {domain_line(reg.domain, 'the training min/max', names)}")
     lines += narrowing_lines(reg.domain, names)
-    if res.stop is not None and not _why_is_the_stop(res):
-        lines.append(f"stopped: {res.stop.step}: {res.stop.reason}")
-    if res.timed_out and res.exit_code == 0:
-        lines.append("time limit reached; a longer run may certify a smaller model")
-    elif res.stop is not None and res.stop.signal and res.exit_code == 0:
-        lines.append(f"{res.stop.signal} ended the run; a longer run may certify a smaller model")
+    lines += stop_lines(res)
     written = [comp, cert_path]
     if reg.plausibility is not None:
         written.append(res.out_dir / reg.plausibility.path)
     lines.append(f"wrote {', '.join(map(str, written[:-1]))} and {written[-1]}")
     return "\n".join(lines)
-
-
-def _why_is_the_stop(res: CompressOutcome) -> bool:
-    """Whether exit 2's ``why:`` line already is the run's stop reason."""
-    s = res.certificate.summary
-    proved = s.size_lower_bound is not None and s.size_lower_bound >= s.trees_before
-    return res.exit_code == 2 and not proved and res.found is None and not res.timed_out
-
-
-def _why_unchanged(res: CompressOutcome, cfg: Any) -> str:
-    s = res.certificate.summary
-    if s.size_lower_bound is not None and s.size_lower_bound >= s.trees_before:
-        return (
-            f"no faithful model of fewer than {s.size_lower_bound} trees exists in this "
-            "region (proved): only a smaller region can give a smaller model"
-        )
-    if res.found is not None:
-        return (
-            f"the smallest model certified has {res.found} trees, not fewer than the "
-            f"original's {s.trees_before}"
-        )
-    if res.timed_out:
-        return (
-            f"the time limit ({cfg.time_limit:g} s) ended the run before a smaller model "
-            "was certified"
-        )
-    if res.stop is not None and res.stop.signal:
-        return (
-            f"{res.stop.signal} ended the run in step {res.stop.step} before a smaller "
-            "model was certified"
-        )
-    if res.stop is not None:
-        return f"{res.stop.step} ended the run: {res.stop.reason}"
-    return "the run ended without certifying a smaller model in this region"
-
-
-def _what_to_try(res: CompressOutcome, cfg: Any) -> str:
-    """Concrete flags: a larger eta or delta (a smaller region), a longer limit."""
-    s, reg = res.certificate.summary, res.certificate.region
-    tips = []
-    proved = s.size_lower_bound is not None and s.size_lower_bound >= s.trees_before
-    if res.timed_out and not proved:
-        tips.append(f"--time-limit {4 * cfg.time_limit:g} (a longer run)")
-    units = "vote share" if reg.eta_units == "vote share" else "raw score"
-    eta = 0.1 if cfg.eta == 0 else cfg.eta * 2
-    if units == "vote share" and eta >= 1:
-        eta = (1 + cfg.eta) / 2
-    tips.append(
-        f"--eta {eta:.3g} (certify only inputs where the original wins by a {units} margin "
-        f"above {eta:.3g})"
-    )
-    if cfg.delta < 0.5:
-        delta = 0.05 if cfg.delta == 0 else min(0.5, cfg.delta * 2)
-        tips.append(f"--delta {delta:.3g} (leave out the {delta:.0%} least plausible inputs)")
-    if cfg.mode == "generate":
-        tips.append("--mode pace (prunes first; never larger than prune)")
-    return "; ".join(tips)

@@ -15,8 +15,6 @@ import typer
 
 from pace_cert.cli.compress_cmd import (  # noqa: F401  (re-exported for tests and callers)
     HARD_LIMIT_FACTOR,
-    _what_to_try,
-    _why_unchanged,
     compress,
 )
 from pace_cert.cli.frontier_cmd import frontier

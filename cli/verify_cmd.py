@@ -61,6 +61,7 @@ def verify(
 
     def _verify() -> int:
         from pace_cert.budget import process_start
+        from pace_cert.cert.certificate_file import check_json
         from pace_cert.cert.verify import VerifyReport, run_verify
         from pace_cert.guard import GuardStop, NoFiles, ProcessGuard
 
@@ -78,6 +79,7 @@ def verify(
                 typer.echo(f"stopped: {why} ({stop.at - start:.0f} s)")
             return code
 
+        check_json(certificate)  # a CSV or other non-JSON file named in one line
         with ProcessGuard(NoFiles(), hard, last_words):
             rep = run_verify(
                 original,

@@ -48,17 +48,28 @@ def config_of(options: dict[str, Any]) -> Any:
     """The :class:`~pace_cert.settings.CompressConfig` of keyword options named as the
     CLI's flags (``iforest_trees``, ``iforest_samples``: 0 means auto) or as settings
     fields (any tuning field too); InputError with the settings table's message."""
-    from pace_cert.settings import CompressConfig, SettingError
+    from pace_cert.settings import CompressConfig, SettingError, UnknownSetting, setting_names
 
     fields = {FLAG_FIELDS.get(k, k): v for k, v in options.items()}
     if fields.get("iforest_max_samples") == 0:
         fields["iforest_max_samples"] = "auto"
     try:
         return CompressConfig.of(**fields)
+    except UnknownSetting as e:  # suggested among the settings and compress's keywords
+        known = setting_names() | _keywords(compress)
+        raise InputError(None, str(UnknownSetting(e.flag, known))) from None
     except SettingError as e:
         raise InputError(None, str(e)) from None
     except TypeError as e:  # a value of a type the table's rules cannot compare
         raise InputError(None, f"invalid setting ({e})") from None
+
+
+def _keywords(function: Callable[..., Any]) -> set[str]:
+    """The keyword-only parameter names of ``function``."""
+    import inspect
+
+    params = inspect.signature(function).parameters.values()
+    return {p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
 
 
 def compress(
@@ -118,6 +129,7 @@ def compress(
     flags.update(iforest_trees=iforest_trees, iforest_samples=iforest_samples)
     cfg = config_of({**flags, **settings})
     budget = Budget.seconds(cfg.time_limit, start=t0)
+    _refuse_regressor(model)
     given = model_input(model)
     table = table_input(X, y, target, given.columns)
     with private_dir() as tmp:
@@ -130,6 +142,27 @@ def compress(
             )  # fmt: skip
         except InputError as e:
             raise renamed(e, names) from None
+
+
+def _refuse_regressor(model: Any) -> None:
+    """InputError when ``model`` is an estimator that is a regressor (scikit-learn's
+    ``is_regressor``: a Pipeline ending in one, LGBMRegressor, XGBRegressor, ...):
+    pace-cert compresses classifiers only, fitted or not."""
+    from pace_cert.export import estimator_name, is_estimator
+
+    if not is_estimator(model):
+        return
+    try:
+        from sklearn.base import is_regressor
+    except ImportError:  # pragma: no cover - a scikit-learn-style estimator without it
+        return
+    if is_regressor(model):
+        raise InputError(
+            estimator_name(model),
+            "is a regressor, not a classifier: pace-cert compresses classifiers only "
+            "(a fitted RandomForestClassifier, GradientBoostingClassifier, LGBMClassifier, "
+            "XGBClassifier, ...)",
+        )
 
 
 def _stage(
@@ -153,15 +186,21 @@ def _stage(
 
 class _KeptOutput(OutputDir):
     """The output directory, with the bytes of the last complete file set kept in
-    memory; a SIGINT during a commit waits until the set is complete (main thread)."""
+    memory; a SIGINT during a commit waits until the set is complete (main thread).
+    ``original``: bytes written as original.onnx in the first set (a model given in
+    memory, so the directory is what :meth:`CertifiedModel.save` writes: ``pace-cert
+    verify`` and :meth:`CertifiedModel.load` read it alone); kept out of ``files``."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, original: bytes | None = None) -> None:
         super().__init__(path)
         self.files: dict[str, bytes] = {}
+        self.original = original
 
     def commit(self, files: dict[str, bytes], committed: Committed) -> None:
         with _SigintDeferred():
-            super().commit(files, committed)
+            first = {ORIGINAL: self.original} if self.original is not None else {}
+            super().commit({**first, **files}, committed)
+            self.original = None  # the same bytes: once is enough
             self.files = {**self.files, **files}
 
 
@@ -208,7 +247,7 @@ def _compress(
         data=None if isinstance(table, Path) else table.name,
         compressed=COMPRESSED if private_out else None,
     )
-    output = _KeptOutput(out_dir)
+    output = _KeptOutput(out_dir, given.onnx_bytes if given.in_memory and not private_out else None)
     progress = progress_for(quiet, t0, budget)
     running: list[str | None] = [None]
 
@@ -234,7 +273,7 @@ def _compress(
             on_step=lambda name: running.__setitem__(0, name),
             as_given=as_given,
         )
-        exit_code = res.exit_code
+        exit_code, estimate, found = res.exit_code, res.estimate, res.found
     except KeyboardInterrupt:
         stop = StopReason(
             running[0] or STEP_BEFORE_PLAN,
@@ -245,6 +284,7 @@ def _compress(
         if last is None:  # nothing certified yet: nothing to return
             raise
         exit_code, interrupted = last.exit_code, True
+        estimate, found = last.estimate, last.found
         progress("interrupted: the result is the best certified model committed so far")
     finally:
         progress.close()
@@ -256,6 +296,9 @@ def _compress(
         original_in_memory=given.in_memory,
         interrupted=interrupted,
         node_rows=_node_rows(files, table, data_path, target),
+        estimate=None if cfg.mode == "tree" else estimate,  # about prunings (as the CLI)
+        time_limit=cfg.time_limit,
+        found=found,
     )
 
 
@@ -309,11 +352,13 @@ def verify(
     so the certificate's coverage of them is re-counted. Returns the
     :class:`~pace_cert.cert.verify_report.VerifyReport` (``verified``, ``exit_code``,
     ``status``, ``message``, ``claims``)."""
+    from pace_cert.cert.certificate_file import check_json
     from pace_cert.cert.verify import run_verify
 
     t0 = time.perf_counter()
     with private_dir() as tmp:
         orig, comp, cert, names = _verify_files(tmp, original, compressed, certificate)
+        check_json(cert)
         data_path = None
         if X is not None:
             from pace_cert.cert.verify import load_certificate
@@ -486,6 +531,7 @@ def frontier(
     settings = {"mode": mode, "time_limit": time_limit, "threads": threads, "seed": seed}
     config_of(settings)  # the settings table's messages before any work
     budget = Budget.seconds(time_limit, start=t0)
+    _refuse_regressor(model)
     given = model_input(model)
     table = table_input(X, y, target, given.columns)
     with private_dir() as tmp:

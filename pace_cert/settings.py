@@ -12,8 +12,9 @@ module.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +41,23 @@ class SettingError(ValueError):
     def __init__(self, flag: str, problem: str) -> None:
         super().__init__(f"{flag} {problem}")
         self.flag = flag
+
+
+class UnknownSetting(SettingError):
+    """A name that is no setting, with the closest of ``known`` (default: every setting
+    name, :func:`setting_names`) as a suggestion: ``time_limt is not a setting; did you
+    mean 'time_limit'?``."""
+
+    def __init__(self, name: str, known: Iterable[str] | None = None) -> None:
+        super().__init__(name, "is not a setting" + did_you_mean(name, known))
+
+
+def did_you_mean(name: str, known: Iterable[str] | None = None) -> str:
+    """``; did you mean 'x'?`` for the name of ``known`` (default
+    :func:`setting_names`) closest to ``name`` (difflib); empty when none is close."""
+    names = sorted(setting_names() if known is None else set(known))
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.75)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 @dataclass(frozen=True)
@@ -279,7 +297,7 @@ class CompressConfig:
             if name in user or name in whole:
                 continue
             if name not in TUNING_FIELDS:
-                raise SettingError(name, "is not a setting")
+                raise UnknownSetting(name)
             groups.setdefault(TUNING_FIELDS[name], {})[name] = value
         base = dataclasses.replace(self.tuning, **whole)
         tuning = dataclasses.replace(
@@ -469,3 +487,10 @@ if len(TUNING_FIELDS) != sum(
     for g in dataclasses.fields(Tuning)
 ):
     raise AssertionError("tuning field names must be unique across groups")
+
+
+def setting_names() -> frozenset[str]:
+    """Every name a setting goes by: the user fields, the tuning fields and groups, and
+    the CLI flags as keywords (``--iforest-trees``: ``iforest_trees``)."""
+    flags = {r.flag[2:].replace("-", "_") for r in RULES if r.flag}
+    return _USER_FIELDS | _GROUPS | frozenset(TUNING_FIELDS) | flags

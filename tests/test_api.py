@@ -277,6 +277,147 @@ def test_summary_pairs_every_before_after_field_of_the_certificate():
     assert "trees" in text and "before" in text and "fidelity" in text
 
 
+# ------------------------------------------------- issue 73: a new user's findings
+
+
+@pytest.mark.parametrize("kind", ["rf", "pipeline"])
+def test_a_fitted_regressor_is_refused_as_a_regressor_not_as_unfitted(kind):
+    """Item 2: a fitted regressor is not "not fitted": the message says it is a
+    regressor and that only classifiers are compressed (bad input, exit code 3)."""
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = frame()
+    reg = RandomForestRegressor(3, max_depth=2, random_state=0)
+    if kind == "pipeline":
+        reg = make_pipeline(StandardScaler(), reg)
+    reg.fit(X, y.astype(float))
+    for call in (pace_cert.compress, pace_cert.frontier):
+        with pytest.raises(InputError) as e:
+            call(reg, X, y, mode="prune", time_limit=60, quiet=True)
+        msg = str(e.value)
+        assert e.value.exit_code == 3 and "is a regressor, not a classifier" in msg, msg
+        assert "classifiers only" in msg and "fit it first" not in msg
+
+
+def test_compress_out_folder_loads_and_verifies_alone(tmp_path, monkeypatch):
+    """Item 3: ``compress(..., out=d)`` of an estimator leaves what ``save`` leaves:
+    original.onnx with the other files, so ``CertifiedModel.load(d)`` and ``pace-cert
+    verify d/...`` need nothing else; a folder without the original is named, with
+    what to do."""
+    monkeypatch.chdir(tmp_path)  # the certificate names the original "original.onnx"
+    X, y = frame(5)
+    res = pace_cert.compress(estimator("rf", X, y), X, y, eta=0.1, out=tmp_path / "o", **FAST)
+    d = tmp_path / "o"
+    assert sorted(os.listdir(d)) == ["certificate.json", "compressed.onnx", "original.onnx"]
+    assert (d / "original.onnx").read_bytes() == res.original
+    again = pace_cert.CertifiedModel.load(d)
+    assert again.files == res.files and again.original == res.original
+    out = cli_verify(d)
+    assert out.exit_code == 0, out.output
+    (d / "original.onnx").unlink()
+    with pytest.raises(InputError) as e:
+        pace_cert.CertifiedModel.load(d)
+    msg = str(e.value)
+    assert msg.startswith(f"{d}: holds no original.onnx") and "original=" in msg, msg
+    assert pace_cert.CertifiedModel.load(d, res.original).files == res.files
+    with pytest.raises(InputError, match=r"holds no certificate\.json"):
+        pace_cert.CertifiedModel.load(tmp_path)
+
+
+def test_summary_is_a_read_only_mapping_with_its_groups_nested():
+    """Items 4 and 5: the summary is a Mapping (keys, items, values, get, len, iter,
+    in), the pruning bound's fields stay under ``pruning_bound`` (its seconds no longer
+    overwrite the run's), and nothing in it can be written."""
+    from collections.abc import Mapping
+
+    X, y = frame()
+    res = pace_cert.compress(estimator("rf", X, y), X, y, eta=0.1, **FAST)
+    s, cert = res.summary, res.certificate
+    assert isinstance(s, Mapping) and list(s.keys())[:3] == ["status", "certified", "trees"]
+    assert s["trees"] == s.get("trees") == dict(s.items())["trees"] == s.sizes["trees"]
+    assert len(s) == len(list(s)) == len(list(s.values())) and "fidelity" in s
+    assert s.get("no such key") is None and "value" not in s and "meets_points" not in s
+    pb = cert.summary.pruning_bound
+    assert pb is not None and s["pruning_bound"]["value"] == pb.value
+    assert s["pruning_bound"]["seconds"] == pb.seconds
+    assert s["seconds"] == s.facts["seconds"] == cert.summary.seconds
+    assert s["deployment"]["rows"] == len(X)
+    for target, key in ((s, "trees"), (s.facts, "fidelity"), (s["pruning_bound"], "value")):
+        with pytest.raises(TypeError):
+            target[key] = 0
+    with pytest.raises(TypeError):
+        s.sizes["trees"] = (0, 0)
+
+
+def test_the_result_opens_with_verdict_sizes_region_and_estimate(tmp_path):
+    """Items 6 and 7: print(result) opens with the verdict, trees and leaves before ->
+    after, eta, delta, mode and the rows inside the region, then the free-pattern
+    estimate (also ``result.estimate`` and ``summary["estimate"]``); the HTML opens
+    the same way; print(result.summary) is the mapping view, not the same text."""
+    X, y = frame()
+    res = pace_cert.compress(estimator("rf", X, y), X, y, eta=0.1, **FAST)
+    s, cov = res.certificate.summary, res.certificate.region.coverage
+    lines = str(res).splitlines()
+    assert lines[0] == (
+        f"CertifiedModel: certified: trees {s.trees_before} -> {s.trees_after}, "
+        f"leaves {s.leaves_before} -> {s.leaves_after}"
+    )
+    assert lines[1].startswith("region: eta 0.1 (vote share), delta 0, mode prune; ")
+    assert f"{cov.inside} of {cov.rows} data rows inside the region (" in lines[1]
+    est = res.estimate
+    assert est is not None and est.trees == s.trees_before and 1 <= est.floor <= est.trees
+    assert lines[2].startswith("estimate: ") and f"fewer than {est.floor} of" in lines[2]
+    assert res.summary["estimate"]["floor"] == est.floor
+    assert repr(res) == str(res) != str(res.summary)
+    assert str(res.summary).startswith("ResultSummary: a read-only mapping")
+    page = res._repr_html_()
+    assert page.startswith("<div><p><b>CertifiedModel: certified: trees ")
+    assert "eta 0.1 (vote share), delta 0, mode prune" in page
+    loaded = pace_cert.CertifiedModel.load(res.save(tmp_path / "r"))
+    assert loaded.estimate == est  # computed again from the original for a loaded result
+
+
+def test_an_inconclusive_result_says_why_and_what_to_try_as_the_cli_does():
+    """Items 6 and 7: a result that certified nothing smaller prints the CLI's why:
+    and try: lines (the same library function) and never a field with no value (an
+    inconclusive certificate's empty phase)."""
+    from sklearn.tree import DecisionTreeClassifier
+
+    from pace_cert.outcome_words import Asked, unchanged_lines
+
+    X, y = frame()
+    res = pace_cert.compress(DecisionTreeClassifier(max_depth=2).fit(X, y), X, y, **FAST)
+    assert res.exit_code == 2 and not res.certified
+    text = str(res)
+    assert text.startswith("CertifiedModel: inconclusive, nothing smaller certified: trees 1 -> 1")
+    why, tip = unchanged_lines(res.outcome, Asked.of(res.certificate, 120))
+    assert why.startswith("why: no faithful model of fewer than 1 trees exists")
+    assert why in text.splitlines() and tip in text.splitlines()
+    assert "--eta 0.1" in tip
+    assert not any(line.rstrip().endswith(":") for line in text.splitlines()), text
+    assert res.certificate.summary.phase == "" and "phase" not in text
+
+
+def test_a_misspelt_keyword_gets_a_suggestion():
+    """Item 10: an unknown keyword names the closest setting or keyword of compress."""
+    from pace_cert.settings import CompressConfig, SettingError
+
+    X, y = frame()
+    est = estimator("rf", X, y)
+    for typo, meant in (
+        ("time_limt", "time_limit"),
+        ("quite", "quiet"),
+        ("synth_sise", "synth_size"),
+    ):
+        with pytest.raises(InputError) as e:
+            pace_cert.compress(est, X, y, **{typo: 1}, mode="prune", quiet=True)
+        assert str(e.value) == f"{typo} is not a setting; did you mean {meant!r}?"
+    with pytest.raises(SettingError, match=r"did you mean 'iforest_trees'\?"):
+        CompressConfig.of(iforest_tree=3)
+
+
 # ------------------------------------------------------------------- to_sklearn
 
 

@@ -418,6 +418,20 @@ def test_verify_rejects_malformed_certificate(kind, seeds_run, tmp_path):
     assert_bad_input(_verify(seeds_run, cert), "cert.json", "not a valid certificate")
 
 
+def test_verify_names_a_csv_or_broken_json_given_as_the_certificate(seeds_run, tmp_path):
+    """Issue 73 item 8: the training CSV where the certificate goes is named as a CSV;
+    broken JSON by its line and column, never with an empty location ``(: ...``."""
+    err = assert_bad_input(_verify(seeds_run, seeds_run.data), "train.csv")
+    assert err == f"error: {seeds_run.data}: is a CSV, expected the certificate JSON", err
+    broken = tmp_path / "broken-cert.json"
+    broken.write_text('{"summary": ')
+    err = assert_bad_input(_verify(seeds_run, broken), "broken-cert.json")
+    assert err == (
+        f"error: {broken}: not a valid certificate (invalid JSON at line 1 column 13: "
+        "Expecting value)"
+    ), err
+
+
 def test_verify_rejects_missing_files(seeds_run, tmp_path):
     cert = seeds_run.out / "certificate.json"
     assert_bad_input(_verify(seeds_run, tmp_path / "none.json"), "none.json", "not found")

@@ -91,9 +91,10 @@ def test_exit_2_after_a_time_limit_suggests_a_longer_one():
     """The suggestions depend on why: a run the limit stopped suggests a longer limit."""
     from types import SimpleNamespace
 
-    from pace_cert.cli.main import _what_to_try, _why_unchanged
+    from pace_cert.outcome_words import what_to_try as _what_to_try
+    from pace_cert.outcome_words import why_unchanged as _why_unchanged
 
-    summary = SimpleNamespace(size_lower_bound=2, trees_before=50)
+    summary = SimpleNamespace(size_lower_bound=2, trees_before=50, certified=False)
     region = SimpleNamespace(eta_units="vote share")
     res = SimpleNamespace(
         certificate=SimpleNamespace(summary=summary, region=region), found=None, timed_out=True

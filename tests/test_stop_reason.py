@@ -87,6 +87,8 @@ def test_a_certified_run_cut_by_its_time_limit_says_so(tiny_run, zoo_model):
 
     model, out, _, _ = tiny_run
     cert = Certificate.model_validate_json((out / "certificate.json").read_text())
+    unproved = cert.summary.model_copy(update={"size_lower_bound": None})
+    cert = cert.model_copy(update={"summary": unproved})
     stop = StopReason("l0", "the time limit (9 s) ran out", time_limit=True)
     res = CompressOutcome(0, "certified", out, cert, found=3, timed_out=True, stop=stop)
     cfg = CompressConfig.of(eta=0.1, delta=0.1, time_limit=9)
@@ -95,6 +97,42 @@ def test_a_certified_run_cut_by_its_time_limit_says_so(tiny_run, zoo_model):
     assert "stopped: l0: the time limit (9 s) ran out" in text
     calm = dataclasses.replace(res, timed_out=False, stop=None)
     assert "time limit reached" not in compress_summary(calm, cfg, model)
+
+
+def test_a_proved_minimal_size_and_a_time_limit_do_not_contradict(tiny_run):
+    """Issue 73 item 9: when the size is proved minimal (the lower bound reaches it)
+    and the time limit also ended the run, the text says the size is proved minimal
+    and that the limit ran out too: never "a longer run may certify a smaller model",
+    nor a longer limit to try. Certified (3 trees, bound 3) and unchanged (exit 2,
+    bound = the original's size) alike, in the CLI and the library result's words."""
+    from pace_cert.app import CompressOutcome
+    from pace_cert.outcome_words import stop_lines, unchanged_lines
+
+    model, out, _, _ = tiny_run
+    cert = Certificate.model_validate_json((out / "certificate.json").read_text())
+    s = cert.summary
+    assert s.size_lower_bound == s.trees_after  # the tiny run is proved minimal
+    stop = StopReason("l0", "the time limit (10 s) ran out", time_limit=True)
+    cfg = CompressConfig.of(eta=0.1, delta=0.1, time_limit=10)
+    minimal = (
+        "stopped: the size is proved minimal; the time limit also ran out in step l0 "
+        "(nothing smaller can exist in this region)"
+    )
+    res = CompressOutcome(0, "certified", out, cert, found=3, timed_out=True, stop=stop)
+    text = compress_summary(res, cfg, model)
+    assert minimal in text.splitlines() and "a longer run" not in text, text
+    unchanged = s.model_copy(
+        update={"certified": False, "status": "inconclusive", "trees_after": s.trees_before,
+                "size_lower_bound": s.trees_before}
+    )  # fmt: skip
+    cert2 = cert.model_copy(update={"summary": unchanged})
+    res2 = CompressOutcome(2, "inconclusive", out, cert2, timed_out=True, stop=stop)
+    text = compress_summary(res2, cfg, model)
+    lines = text.splitlines()
+    assert f"why: no faithful model of fewer than {s.trees_before} trees exists" in text
+    assert minimal in lines and "ran out" not in "\n".join(ln for ln in lines if ln != minimal)
+    assert "--time-limit" not in text and "a longer run" not in text, text
+    assert stop_lines(res2) == [minimal] and unchanged_lines(res2, cfg)[0] in lines
 
 
 def test_the_driver_records_that_the_time_limit_ended_the_run():
