@@ -34,7 +34,9 @@ def compress(
     data: Annotated[
         Path,
         typer.Option(
-            "--data", help="Training CSV: header row, features in model order, target column."
+            "--data",
+            help="Training CSV: header row, features (by name when the model records "
+            "names, else in model order), target column.",
         ),
     ],
     out: Annotated[Path, typer.Option("--out", help="Output directory (created if missing).")],

@@ -28,7 +28,8 @@ def frontier(
         Path,
         typer.Option(
             "--data",
-            help="Training CSV: header row, features (by name when the model records names, else in model order), target column.",
+            help="Training CSV: header row, features (by name when the model records "
+            "names, else in model order), target column.",
         ),
     ],
     out: Annotated[

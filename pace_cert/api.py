@@ -129,7 +129,6 @@ def compress(
     flags.update(iforest_trees=iforest_trees, iforest_samples=iforest_samples)
     cfg = config_of({**flags, **settings})
     budget = Budget.seconds(cfg.time_limit, start=t0)
-    _refuse_regressor(model)
     given = model_input(model)
     table = table_input(X, y, target, given.columns)
     with private_dir() as tmp:
@@ -142,27 +141,6 @@ def compress(
             )  # fmt: skip
         except InputError as e:
             raise renamed(e, names) from None
-
-
-def _refuse_regressor(model: Any) -> None:
-    """InputError when ``model`` is an estimator that is a regressor (scikit-learn's
-    ``is_regressor``: a Pipeline ending in one, LGBMRegressor, XGBRegressor, ...):
-    pace-cert compresses classifiers only, fitted or not."""
-    from pace_cert.export import estimator_name, is_estimator
-
-    if not is_estimator(model):
-        return
-    try:
-        from sklearn.base import is_regressor
-    except ImportError:  # pragma: no cover - a scikit-learn-style estimator without it
-        return
-    if is_regressor(model):
-        raise InputError(
-            estimator_name(model),
-            "is a regressor, not a classifier: pace-cert compresses classifiers only "
-            "(a fitted RandomForestClassifier, GradientBoostingClassifier, LGBMClassifier, "
-            "XGBClassifier, ...)",
-        )
 
 
 def _stage(
@@ -365,7 +343,8 @@ def verify(
 
             c = load_certificate(cert)
             target = c.data.target if c.data is not None else "target"
-            table = table_input(X, y, target, c.data.feature_names if c.data else None)
+            by_name = c.data is not None and c.data.columns_matched_by == "name"
+            table = table_input(X, y, target, c.data.feature_names if by_name else None)
             data_path, more = _verify_data(tmp, table, target)
             names.update(more)
         left = None if time_limit is None else time_limit - (time.perf_counter() - t0)
@@ -531,7 +510,6 @@ def frontier(
     settings = {"mode": mode, "time_limit": time_limit, "threads": threads, "seed": seed}
     config_of(settings)  # the settings table's messages before any work
     budget = Budget.seconds(time_limit, start=t0)
-    _refuse_regressor(model)
     given = model_input(model)
     table = table_input(X, y, target, given.columns)
     with private_dir() as tmp:

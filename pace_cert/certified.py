@@ -287,6 +287,14 @@ class CertifiedModel:
         data = self.certificate.data
         return None if data is None else data.feature_names
 
+    @property
+    def _matched_names(self) -> list[str] | None:
+        """The names data is matched to (by name, exactly), when the run matched its
+        columns by name; None: by position."""
+        data = self.certificate.data
+        by_name = data is not None and data.columns_matched_by == "name"
+        return data.feature_names if by_name and data is not None else None
+
     # --------------------------------------------------------------- predicting
     @cached_property
     def _session(self) -> Any:
@@ -300,7 +308,7 @@ class CertifiedModel:
         else all in order) or an array; values as float32, as the model reads them."""
         from pace_cert.model.runtime import labels
 
-        return labels(self._session, _features(X, self.feature_names))
+        return labels(self._session, _features(X, self._matched_names))
 
     # ------------------------------------------------------------------ writing
     def save(self, path: str | Path, original: bool | None = None) -> Path:
@@ -446,12 +454,17 @@ def _read(path: Path) -> bytes:
 
 
 def _features(X: Any, names: list[str] | None) -> np.ndarray:
-    """float32 [n, d] from a DataFrame (``names`` selected when it has them all) or an
-    array."""
+    """float32 [n, d] from a DataFrame (its columns matched to ``names`` by name,
+    exactly, when given: InputError naming the columns otherwise; else in order) or an
+    array (by position)."""
     if type(X).__module__.split(".")[0] == "pandas" and hasattr(X, "columns"):
-        cols = [str(c) for c in X.columns]
-        if names is not None and set(names) <= set(cols):
-            X = X.iloc[:, [cols.index(c) for c in names]]
+        from pace_cert.data import ColumnMismatch, column_order
+
+        if names is not None:
+            try:
+                X = X.iloc[:, column_order([str(c) for c in X.columns], names)]
+            except ColumnMismatch as e:
+                raise InputError("<DataFrame>", str(e)) from None
         X = X.to_numpy(dtype=np.float64, na_value=np.nan)
     arr = np.asarray(X, dtype=np.float64)
     if arr.ndim == 1:

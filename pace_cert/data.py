@@ -9,6 +9,7 @@ region); the target must be present in every row, and +-inf stays bad input."""
 from __future__ import annotations
 
 import csv
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,30 +126,42 @@ def _by_name(p: Path, header: list[str], feat_cols: list[int], columns: list[str
     """The file's columns (indices into ``header``) holding ``columns``, matched by
     name; InputError naming the columns missing, extra or given twice."""
     names = [header[i] for i in feat_cols]
-    problem = column_mismatch(names, columns)
-    if problem is not None:
-        raise InputError(p, problem)
-    return [feat_cols[names.index(c)] for c in columns]
+    try:
+        return [feat_cols[i] for i in column_order(names, columns)]
+    except ColumnMismatch as e:
+        raise InputError(p, str(e)) from None
 
 
-def column_mismatch(given: Sequence[str], expected: Sequence[str]) -> str | None:
-    """Why the feature columns ``given`` (a file's or a DataFrame's) cannot be matched
-    by name to the model's ``expected`` ones, exactly (None when they can: the same
-    names, each once, in any order). The message names the columns on both sides."""
+class ColumnMismatch(ValueError):
+    """Columns that cannot be matched to the features by name (the message names both
+    sides)."""
+
+
+def column_order(given: Sequence[str], expected: Sequence[str]) -> list[int]:
+    """For each of the model's ``expected`` feature names, the index of the column of
+    ``given`` (a file's or a DataFrame's) that holds it: the same names, each once, in
+    any order. A column also matches the name LightGBM records for it (whitespace as
+    ``_``: LightGBM renames ``"b c"`` to ``"b_c"``) when that pairing is one to one.
+    ColumnMismatch naming the columns on both sides otherwise."""
     given, expected = [str(c) for c in given], [str(c) for c in expected]
     twice = sorted({c for c in given if given.count(c) > 1})
     if twice:
-        return f"column {twice[0]!r} appears more than once; columns are matched by name"
+        raise ColumnMismatch(
+            f"column {twice[0]!r} appears more than once; columns are matched by name"
+        )
+    if set(given) == set(expected):
+        return [given.index(c) for c in expected]
+    renamed = [re.sub(r"\s", "_", c) for c in given]
+    if len(set(renamed)) == len(renamed) and set(renamed) == set(expected):
+        return [renamed.index(c) for c in expected]
     missing = [c for c in expected if c not in given]
     extra = [c for c in given if c not in expected]
-    if not missing and not extra:
-        return None
     parts = []
     if missing:
         parts.append(f"no column {_listed(missing)}")
     if extra:
         parts.append(f"{_listed(extra)} not among the features")
-    return (
+    raise ColumnMismatch(
         "the columns do not match the features by name: "
         + "; ".join(parts)
         + f" (the {len(expected)} features: {_listed(expected)}; columns are matched by "

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from pace_cert.data import column_mismatch
+from pace_cert.data import ColumnMismatch, column_order
 from pace_cert.errors import EmptyRegion, InputError
 from pace_cert.export import estimator_name, estimator_to_onnx, feature_names, is_estimator
 
@@ -154,11 +154,12 @@ def _frame(df: Any, y: Any, target: str, columns: Sequence[str] | None) -> Table
         )
     names = [str(c) for c in df.columns]
     if columns is not None:  # the model's names: matched exactly, never by position
-        problem = column_mismatch(names, columns)
-        if problem is not None:
-            raise InputError(DATAFRAME, problem)
-        df = df.iloc[:, [names.index(c) for c in columns]]
-        names = list(columns)
+        try:
+            order = column_order(names, columns)
+        except ColumnMismatch as e:
+            raise InputError(DATAFRAME, str(e)) from None
+        df = df.iloc[:, order]
+        names = [names[i] for i in order]  # model order, as the frame names them
     for c, dtype in zip(names, df.dtypes):
         if not (pd.api.types.is_numeric_dtype(dtype) or pd.api.types.is_bool_dtype(dtype)):
             raise InputError(

@@ -122,8 +122,8 @@ def test_cli_matches_a_csv_header_by_the_names_the_model_records(forest, tmp_pat
     cli = CliRunner()
     base = ["--eta", "0.1", "--mode", "prune", "--threads", "1", "--time-limit", "120"]
     for name in ("a", "b"):
-        r = cli.invoke(app, ["compress", str(model), "--data", str(tmp_path / f"{name}.csv"), "--out",
-                             str(tmp_path / f"out-{name}"), *base])  # fmt: skip
+        data, out = tmp_path / f"{name}.csv", tmp_path / f"out-{name}"
+        r = cli.invoke(app, ["compress", str(model), "--data", str(data), "--out", str(out), *base])
         assert r.exit_code in (0, 2), r.output
     ca = json.loads((tmp_path / "out-a" / "certificate.json").read_text())
     cb = json.loads((tmp_path / "out-b" / "certificate.json").read_text())
@@ -169,3 +169,15 @@ def test_a_regressor_is_named_as_such():
     reg = RandomForestRegressor(3, max_depth=2, random_state=0).fit(X, y.astype(float))
     with pytest.raises(InputError, match="is a regressor, not a classifier"):
         pace_cert.compress(reg, X, y, **RUN)
+
+
+def test_column_order_is_exact_or_lightgbm_whitespace_one_to_one():
+    from pace_cert.data import ColumnMismatch, column_order
+
+    assert column_order(["b", "a"], ["a", "b"]) == [1, 0]
+    # LightGBM records "b c" as "b_c": matched when the pairing is one to one
+    assert column_order(["b c", "a"], ["a", "b_c"]) == [1, 0]
+    with pytest.raises(ColumnMismatch, match="no column 'a'"):
+        column_order(["b c", "x"], ["a", "b_c"])
+    with pytest.raises(ColumnMismatch):  # "b c" and "b_c" would both be "b_c"
+        column_order(["b c", "b_c"], ["b_c", "a"])
