@@ -366,6 +366,7 @@ class CertifiedModel:
         delta, mode) and the share of the data rows inside it; for a run that certified
         nothing smaller, the CLI's ``why:`` and ``try:``; the free-pattern estimate and
         where the result lies against it; how the run stopped."""
+        from pace_cert.cert.certificate import tree_lines
         from pace_cert.estimate import placement
         from pace_cert.outcome_words import Asked, stop_lines, unchanged_lines
 
@@ -382,6 +383,7 @@ class CertifiedModel:
             + _inside(reg.coverage),
         ]
         lines += unchanged_lines(res, Asked.of(cert, self.time_limit))
+        lines += tree_lines(cert)  # mode tree: the tree, its bound, or the fallback
         if self.estimate is not None:
             pb = s.pruning_bound.value if s.pruning_bound is not None else None
             lines.append(self.estimate.line())

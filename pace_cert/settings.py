@@ -214,13 +214,17 @@ class TreeTuning:
     so that the tree is built on every region cell (else on the known region points,
     and the oracle's separating samples add cells); ``flood_points``: on a larger
     domain, region points found at most by moving known ones into neighbouring cells of
-    the original's grid, before the first fit and around the samples of each round."""
+    the original's grid, before the first fit and around the samples of each round;
+    ``fallback_share``: when neither the region's cells nor the confident cells can be
+    enumerated (raw features: a tree may not certify), the share of the time the tree
+    leaves to mode prune's steps, which run when no tree was certified (the fallback)."""
 
     first_boxes: int = 50_000
     exact_boxes: int = 2_000_000
     dense_cells: int = 8_000_000
     enum_cells: int = 2_000_000
     flood_points: int = 200_000
+    fallback_share: float = 0.5
 
 
 @dataclass(frozen=True)
@@ -427,6 +431,7 @@ RULES: tuple[Rule, ...] = (
     _count("tree.dense_cells"),
     _count("tree.enum_cells"),
     _count("tree.flood_points"),
+    _share("tree.fallback_share"),
     _choice("oracle.backend", "--backend"),
     Rule(
         "oracle.ray_address",

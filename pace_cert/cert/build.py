@@ -238,6 +238,7 @@ def single_tree(r: CompressResult) -> SingleTree | None:
         max_leaves=t.max_leaves,
         leaves_lower_bound=t.leaves_bound,
         none_within_caps=t.none_within_caps,
+        fallback=t.fallback,
     )
 
 

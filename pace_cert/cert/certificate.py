@@ -31,7 +31,7 @@ SCHEMA_VERSION = "1.8"  # 1.1: summary.size_lower_bound; 1.2: boundary witnesses
 # "tree", summary.single_tree), summary.objective and summary.learner_depth, and
 # summary.deployment (both models' size in trees, leaves, internal nodes, depth,
 # comparisons per prediction, ONNX bytes and measured onnxruntime latency), all optional;
-# 1.8: data.columns_matched_by (name or position)
+# 1.8: data.columns_matched_by (name or position), summary.single_tree.fallback
 Label = int | str
 
 
@@ -308,6 +308,12 @@ class SingleTree(_Strict):
         default=None,
         description="why no tree within the caps was certified ('proved: ...' when the "
         "exact program showed that none exists); null when one was",
+    )
+    fallback: Literal["prune"] | None = Field(
+        default=None,
+        description="'prune' when no single tree was certified and mode prune's steps ran "
+        "in the time left: the compressed model is then the best certified pruning, not "
+        "one tree (schema 1.8); null otherwise",
     )
 
 
@@ -651,6 +657,16 @@ def tree_lines(cert: Certificate) -> list[str]:
     )  # fmt: skip
     within = f" within {caps}" if caps else ""
     out = []
+    if t.fallback == "prune":
+        out.append(
+            "no single tree was certified in the time; "
+            + (
+                f"the compressed model is the best certified pruning: {cert.compressed.trees} "
+                f"of {cert.original.trees} trees (the fallback)"
+                if s.certified
+                else "the pruning fallback certified nothing smaller either"
+            )
+        )
     if s.certified and cert.compressed.trees == 1:
         out.append(
             f"one tree: {cert.compressed.leaves} leaves, depth {cert.compressed.max_depth} "

@@ -17,6 +17,7 @@ from pace_cert.driver.phases.generate import Generate
 from pace_cert.driver.phases.l0 import L0Loop
 from pace_cert.driver.phases.l1 import L1Loop, L1Refresh
 from pace_cert.driver.phases.merge_original import MergeAfter, MergeFirst
+from pace_cert.driver.phases.prune_fallback import PruneFallback
 from pace_cert.driver.phases.refit import Refit
 from pace_cert.driver.phases.shrink import ShrinkStep
 from pace_cert.driver.phases.single_tree import SingleTree
@@ -95,13 +96,15 @@ PLANS: dict[str, Plan] = {
         ),
         minimal_stop=STOP_PROVED_MINIMAL,
     ),
-    "tree": Plan(
-        "tree",
-        (
-            StartFrom(),  # a frontier's outer rung: its tree, certified again here
-            SingleTree(),  # one tree pure on the region's cells, certified
-        ),
-        stop_when_minimal=False,
-        pruning_bound=False,
-    ),
 }
+PLANS["tree"] = Plan(
+    "tree",
+    (
+        StartFrom(),  # a frontier's outer rung: its tree, certified again here
+        SingleTree(),  # one tree pure on the region's cells, certified
+        # no tree certified (raw features): the best certified pruning in the time left
+        *(PruneFallback(step) for step in PLANS["prune"].steps[1:]),
+    ),
+    stop_when_minimal=False,
+    pruning_bound=False,
+)

@@ -106,7 +106,8 @@ class TreeReport:
     fit (``complete``: every region cell), the rounds of the faithful loop, the caps,
     ``leaves_bound`` (proved: no faithful tree within the depth cap has fewer leaves;
     None: not proved) and, when no tree within the caps was found, why
-    (``none_within_caps``, "proved: ..." when the exact program showed none exists)."""
+    (``none_within_caps``, "proved: ..." when the exact program showed none exists);
+    ``fallback``: "prune" when no tree was certified and mode prune's steps ran."""
 
     complete: bool
     max_depth: int | None = None
@@ -115,6 +116,7 @@ class TreeReport:
     rounds: int = 0
     leaves_bound: int | None = None
     none_within_caps: str | None = None
+    fallback: str | None = None  # "prune": no tree certified, mode prune's steps ran
 
 
 @dataclass(frozen=True)

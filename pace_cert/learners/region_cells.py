@@ -325,6 +325,32 @@ def region_cells(
     return cells
 
 
+def _allowed_cells(grid: ForestGrid, domain: FeatureDomain) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per feature, the forest cells that hold an allowed domain value, and a float32
+    point of each (its first allowed value)."""
+    reps = []
+    for f, th in enumerate(grid.thresholds):
+        dth, allowed = domain.thresholds[f], np.flatnonzero(domain.allowed(f))
+        lower = np.r_[-1, np.searchsorted(dth, th)]  # the last domain cell below each cell
+        upper = np.r_[np.searchsorted(dth, th), len(dth)]  # the last domain cell inside it
+        pos = np.searchsorted(allowed, lower + 1)  # the first allowed domain cell inside
+        ok = (pos < len(allowed)) & (allowed[np.minimum(pos, len(allowed) - 1)] <= upper)
+        reps.append((np.flatnonzero(ok), domain.reps[f][allowed[pos[ok]]]))
+    return reps
+
+
+def enumerable(grid: ForestGrid, domain: FeatureDomain, enum_cells: int) -> bool:
+    """Whether a tree can be fit on every cell that may hold a region point: the domain
+    has at most ``enum_cells`` allowed cells (:func:`region_cells` is complete), or at
+    most that many forest cells hold an allowed point (:func:`confident_cells`). Else
+    (raw features, typically) the tree is learnt from counterexamples and may not
+    certify in the time."""
+    if n_domain_cells(domain) <= enum_cells:
+        return True
+    counts = [float(len(cells)) for cells, _ in _allowed_cells(grid, domain)]
+    return float(np.prod(counts)) <= enum_cells
+
+
 def confident_cells(
     original: Ensemble,
     grid: ForestGrid,
@@ -338,15 +364,7 @@ def confident_cells(
     plausibility: a superset of the region's cells, so a tree pure on them is faithful
     (``complete``). None when more than ``enum_cells`` cells hold an allowed point, or
     once ``stop()`` is true."""
-    # per feature, a point of each forest cell that the domain allows (None: it holds none)
-    reps = []
-    for f, th in enumerate(grid.thresholds):
-        dth, allowed = domain.thresholds[f], np.flatnonzero(domain.allowed(f))
-        lower = np.r_[-1, np.searchsorted(dth, th)]  # the last domain cell below each cell
-        upper = np.r_[np.searchsorted(dth, th), len(dth)]  # the last domain cell inside it
-        pos = np.searchsorted(allowed, lower + 1)  # the first allowed domain cell inside
-        ok = (pos < len(allowed)) & (allowed[np.minimum(pos, len(allowed) - 1)] <= upper)
-        reps.append((np.flatnonzero(ok), domain.reps[f][allowed[pos[ok]]]))
+    reps = _allowed_cells(grid, domain)
     if float(np.prod([float(len(r[0])) for r in reps])) > enum_cells:
         return None
     cells = LabelledCells(grid, complete=True)

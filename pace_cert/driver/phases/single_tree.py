@@ -36,6 +36,7 @@ from pace_cert.learners.region_cells import (
     ForestGrid,
     LabelledCells,
     confident_cells,
+    enumerable,
     flood_fill,
     region_cells,
     region_points,
@@ -275,9 +276,25 @@ class SingleTree(BaseStep):
         return asked and cfg.tuning.pace.tree_share > 0 and state.original.n_trees > 1
 
     def share(self, state: RunState) -> float:
-        return state.cfg.tuning.pace.tree_share if self.learner else 1.0
+        """Mode pace: ``pace.tree_share``. Mode tree: all the time when every cell that
+        may hold a region point can be enumerated (the tree certifies), else all but
+        ``tree.fallback_share``, which the pruning fallback gets when no tree certified."""
+        if self.learner:
+            return state.cfg.tuning.pace.tree_share
+        tuning = state.cfg.tuning.tree
+        if enumerable(ForestGrid.of(state.original), state.domain, tuning.enum_cells):
+            return 1.0
+        return 1.0 - tuning.fallback_share
 
     def run(self, state: RunState, budget: Budget) -> Iterator[Offer]:
+        if not self.learner and self.share(state) < 1.0:
+            state.say(
+                "warning: the cells that may hold a region point are too many to enumerate "
+                "(raw features): the tree is learnt from counterexamples and may not certify "
+                "in the time; mode prune's steps get the rest if it does not. Try a coverage "
+                "rung (pace-cert frontier, or a larger --eta), --max-depth / --max-leaves, or "
+                "binned features"
+            )
         cap = state.learner_depth() if self.learner else state.cfg.max_depth
         search = TreeSearch(state, budget, cap)
         if not self.learner:  # the certificate's single-tree block is mode tree's
