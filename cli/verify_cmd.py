@@ -79,8 +79,10 @@ def verify(
                 typer.echo(f"stopped: {why} ({stop.at - start:.0f} s)")
             return code
 
-        check_json(certificate)  # a CSV or other non-JSON file named in one line
         with ProcessGuard(NoFiles(), hard, last_words):
+            # a CSV or other non-JSON file named in one line; under the guard (a file
+            # that never arrives, e.g. a FIFO, is cut short by a signal like the rest)
+            check_json(certificate)
             rep = run_verify(
                 original,
                 compressed,
