@@ -48,6 +48,14 @@ def compress(
             "(vote share for forests/AdaBoost, raw score for boosting)."
         ),
     ] = 0.0,
+    coverage: Annotated[
+        float | None,
+        typer.Option(
+            help="Instead of --eta: the percentage of the training rows the confidence "
+            "region must hold (99 for 99 %); eta is derived from the rows (the largest, "
+            "two significant digits, that holds them) and recorded with it."
+        ),
+    ] = None,
     delta: Annotated[
         float,
         typer.Option(help="Plausibility region: share of training rows treated as outliers."),
@@ -154,6 +162,7 @@ def compress(
                 max_depth=max_depth,
                 max_leaves=max_leaves,
                 eta=eta,
+                coverage=coverage,
                 delta=delta,
                 time_limit=time_limit,
                 threads=threads,
@@ -242,6 +251,8 @@ def _say_result(res: CompressOutcome, cfg: Any, model: Path, as_json: bool, code
             "time_limit_reached": res.timed_out,
             "summary": cert.summary.model_dump(),
             "coverage": None if cert.region.coverage is None else cert.region.coverage.model_dump(),
+            "coverage_asked": cert.region.coverage_asked,
+            "eta": cert.region.eta,
         }
     )
 
@@ -268,6 +279,8 @@ def _say_nothing_written(stop: Any, code: int, out: Path, seconds: float, as_jso
                 "time_limit_reached": stop.time_limit,
                 "summary": None,
                 "coverage": None,
+                "coverage_asked": None,
+                "eta": None,
             }
         )
     else:
@@ -281,7 +294,7 @@ def compress_summary(res: CompressOutcome, cfg: Any, model: Path) -> str:
     from pace_cert.cert.coverage import coverage_line, missing_lines, tie_band_line
     from pace_cert.cert.words import deployment_lines, narrowing_lines
     from pace_cert.estimate import placement
-    from pace_cert.outcome_words import stop_lines, unchanged_lines
+    from pace_cert.outcome_words import asked_coverage_lines, stop_lines, unchanged_lines
 
     cert = res.certificate
     s, reg = cert.summary, cert.region
@@ -298,8 +311,10 @@ def compress_summary(res: CompressOutcome, cfg: Any, model: Path) -> str:
             f"certified ({s.seconds:.1f}s)",
             f"the original was written unchanged: {comp} is {model}, byte for byte, with an "
             "inconclusive certificate",
-            *unchanged_lines(res, cfg),
         ]
+    lines += asked_coverage_lines(cert)  # the eta --coverage came to, before the why
+    if res.exit_code != 0:
+        lines += unchanged_lines(res, cfg)
     lines += tree_lines(cert)
     lines += deployment_lines(s.deployment)
     if s.single_tree is None:  # the bounds below are about ensembles of the original's depth

@@ -78,6 +78,7 @@ def compress(
     y: Any = None,
     *,
     eta: float = 0.0,
+    coverage: float | None = None,
     delta: float = 0.0,
     mode: str = "pace",
     objective: str = "trees",
@@ -111,6 +112,8 @@ def compress(
     rows, a pandas DataFrame (the estimator's columns by name; labels in ``y`` or in its
     ``target`` column), a 2-D array with labels ``y``, or a CSV path (as ``--data``).
 
+    ``coverage``: instead of ``eta``, the share of the training rows (in %, 99 for 99 %)
+    the region must hold; eta is derived from the rows (``--coverage``).
     The other keywords are the CLI's flags, with the CLI's defaults (``mode="pace"``);
     any further setting of the settings table by name (``synth_size=0``, ...).
     ``time_limit``: seconds from this call on (conversion included), as the CLI counts
@@ -122,6 +125,7 @@ def compress(
     commit it propagates. Returns a :class:`~pace_cert.certified.CertifiedModel`."""
     t0 = time.perf_counter()
     flags = dict(eta=eta, delta=delta, mode=mode, time_limit=time_limit, threads=threads)
+    flags.update(coverage=coverage)
     flags.update(objective=objective, learner_depth=learner_depth)
     flags.update(max_depth=max_depth, max_leaves=max_leaves)
     flags.update(seed=seed, bounds=bounds, binary=binary, integer=integer, milp=milp)

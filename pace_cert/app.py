@@ -137,6 +137,9 @@ def run_compress(
     X_fit = data.X[data.complete]  # the region is built from the rows without NaN only
     if len(X_fit) < 2:
         raise InputError(data_path, _too_few_rows(len(data.X), len(X_fit)))
+    cfg = with_coverage_eta(cfg, ensemble, X_fit)
+    if cfg.coverage is not None and progress is not None:  # the eta, before any work
+        progress(coverage_said(cfg, ensemble, X_fit))
     _check_region_not_empty(ensemble, X_fit, data_path, cfg)
     from pace_cert.estimate import free_pattern_estimate
 
@@ -216,6 +219,44 @@ def run_compress(
         estimate=estimate,
         compressed=result.compressed if result.smaller else None,
     )
+
+
+def with_coverage_eta(cfg: CompressConfig, ensemble, X: np.ndarray) -> CompressConfig:
+    """``cfg`` with eta derived from ``--coverage`` on the rows ``X`` (the complete
+    training rows the region is built from): the largest eta, rounded down to two
+    significant digits, whose region holds at least that share of them by margin
+    (:func:`pace_cert.frontier.ladder.eta_for_share`; 0 for 100 %). The config keeps
+    its coverage (the certificate records it) and is checked by the settings table
+    again, and for this model. ``cfg`` itself without ``--coverage``; InputError when
+    it comes with a nonzero eta."""
+    from pace_cert.frontier.ladder import eta_for_share
+    from pace_cert.settings import check_asked
+
+    if cfg.coverage is None:
+        return cfg
+    try:
+        check_asked(cfg)
+        derived = dataclasses.replace(cfg, eta=eta_for_share(ensemble, X, cfg.coverage / 100))
+        check_for_model(derived, ensemble.kind)
+    except SettingError as e:
+        raise InputError(None, str(e)) from None
+    return derived
+
+
+def rows_held(ensemble, X: np.ndarray, eta: float) -> int:
+    """Rows of ``X`` whose original margin is above the region's threshold for ``eta``
+    (c_o, :func:`pace_cert.region.masks.margin_mask`): the rows the confidence region
+    holds before the plausibility bound."""
+    return int(margin_mask(ensemble, X, region_margin(ensemble, eta)).sum())
+
+
+def coverage_said(cfg: CompressConfig, ensemble, X: np.ndarray) -> str:
+    """The line that tells what ``--coverage`` came to (``cfg``: its eta derived)."""
+    from pace_cert.outcome_words import asked_coverage_line
+    from pace_cert.region.margins import eta_units
+
+    held = rows_held(ensemble, X, cfg.eta)
+    return asked_coverage_line(cfg.coverage, cfg.eta, eta_units(ensemble), held, len(X))
 
 
 def guard_outcome(output: OutputDir, stop: StopReason) -> CompressOutcome | None:

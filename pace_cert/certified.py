@@ -363,12 +363,18 @@ class CertifiedModel:
     # ---------------------------------------------------------------- showing
     def headline(self) -> list[str]:
         """The lines the result opens with: the verdict and the sizes, the region (eta,
-        delta, mode) and the share of the data rows inside it; for a run that certified
+        delta, mode) and the share of the data rows inside it, what ``coverage`` came to
+        when it was asked; for a run that certified
         nothing smaller, the CLI's ``why:`` and ``try:``; the free-pattern estimate and
         where the result lies against it; how the run stopped."""
         from pace_cert.cert.certificate import tree_lines
         from pace_cert.estimate import placement
-        from pace_cert.outcome_words import Asked, stop_lines, unchanged_lines
+        from pace_cert.outcome_words import (
+            Asked,
+            asked_coverage_lines,
+            stop_lines,
+            unchanged_lines,
+        )
 
         cert, res = self.certificate, self.outcome
         s, reg = cert.summary, cert.region
@@ -381,6 +387,7 @@ class CertifiedModel:
             f"leaves {s.leaves_before} -> {s.leaves_after}",
             f"region: eta {reg.eta:g} ({reg.eta_units}), delta {reg.delta:g}, mode {s.mode}; "
             + _inside(reg.coverage),
+            *asked_coverage_lines(cert),
         ]
         lines += unchanged_lines(res, Asked.of(cert, self.time_limit))
         lines += tree_lines(cert)  # mode tree: the tree, its bound, or the fallback

@@ -4,12 +4,13 @@ library's :class:`~pace_cert.certified.CertifiedModel` shows them: one source fo
 
 The functions read a :class:`~pace_cert.app.CompressOutcome` (``certificate``,
 ``exit_code``, ``found``, ``timed_out``, ``stop``) and what the run was asked
-(``time_limit``, ``eta``, ``delta``, ``mode``: a
+(``time_limit``, ``eta``, ``delta``, ``mode``, ``coverage``: a
 :class:`~pace_cert.settings.CompressConfig`, or :meth:`Asked.of` a certificate).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,17 +28,57 @@ SIGNALS = ("SIGTERM", "SIGINT", "KeyboardInterrupt")
 @dataclass(frozen=True)
 class Asked:
     """What a run was asked, as the words need it: the time limit in seconds (None:
-    none, or not known), eta, delta and the mode."""
+    none, or not known), eta, delta, the mode and ``--coverage`` (in %; None: eta was
+    given)."""
 
     time_limit: float | None
     eta: float
     delta: float
     mode: str
+    coverage: float | None = None
 
     @classmethod
     def of(cls, cert: Certificate, time_limit: float | None = None) -> Asked:
         """From a certificate (which does not record the run's time limit)."""
-        return cls(time_limit, cert.region.eta, cert.region.delta, cert.summary.mode)
+        reg = cert.region
+        return cls(time_limit, reg.eta, reg.delta, cert.summary.mode, reg.coverage_asked)
+
+
+def asked_coverage_line(asked: float, eta: float, units: str, held: int, rows: int) -> str:
+    """What ``--coverage`` came to: ``coverage 99 %: eta 0.4 (vote share) holds 99.1 % of
+    the training rows by margin (455 of 459)``. ``held``: of the ``rows`` (the training
+    rows the region is built from, those without missing values), those whose original
+    margin is above the region's threshold (the plausibility bound, ``--delta``, may
+    remove more); the share is rounded down, never shown above what it is. Below the
+    share asked only at eta 0, the largest region: the rest lie in the tie band."""
+    share = held / rows if rows else 0.0
+    line = (
+        f"coverage {asked:g} %: eta {eta:g} ({units}) holds {_percent_down(share)} % of the "
+        f"training rows by margin ({held} of {rows})"
+    )
+    if share < asked / 100:
+        line += (
+            "; no region holds more: the other rows lie in the original's float32 tie band, "
+            "which no region covers"
+        )
+    return line
+
+
+def asked_coverage_lines(cert: Certificate) -> list[str]:
+    """:func:`asked_coverage_line` from a certificate (none when eta was given, or the
+    coverage is not recorded): the rows held by margin are those inside the region or
+    left out by the plausibility bound only."""
+    reg = cert.region
+    cov = reg.coverage
+    if reg.coverage_asked is None or cov is None:
+        return []
+    held, rows = cov.inside + cov.implausible, cov.rows - cov.missing
+    return [asked_coverage_line(reg.coverage_asked, reg.eta, reg.eta_units, held, rows)]
+
+
+def _percent_down(share: float) -> str:
+    """``share`` in %, one decimal, rounded down (99.96 % is 99.9, never 100)."""
+    return f"{math.floor(share * 1000 + 1e-9) / 10:.1f}"
 
 
 def outcome_of(
@@ -117,6 +158,11 @@ def what_to_try(res: CompressOutcome, asked: Any) -> str:
             tips.append("a longer --time-limit")
         else:
             tips.append(f"--time-limit {4 * asked.time_limit:g} (a longer run)")
+    coverage = getattr(asked, "coverage", None)
+    if coverage is not None:  # eta came from --coverage: a smaller share, not --eta
+        if coverage > 1:
+            tips.append(f"{_smaller_coverage(coverage)} (a region holding fewer training rows)")
+        return "; ".join(tips + _delta_and_mode_tips(asked))
     units = "vote share" if reg.eta_units == "vote share" else "raw score"
     eta = 0.1 if asked.eta == 0 else asked.eta * 2
     if units == "vote share" and eta >= 1:
@@ -125,12 +171,24 @@ def what_to_try(res: CompressOutcome, asked: Any) -> str:
         f"--eta {eta:.3g} (certify only inputs where the original wins by a {units} margin "
         f"above {eta:.3g})"
     )
+    return "; ".join(tips + _delta_and_mode_tips(asked))
+
+
+def _delta_and_mode_tips(asked: Any) -> list[str]:
+    tips = []
     if asked.delta < 0.5:
         delta = 0.05 if asked.delta == 0 else min(0.5, asked.delta * 2)
         tips.append(f"--delta {delta:.3g} (leave out the {delta:.0%} least plausible inputs)")
     if asked.mode == "generate":
         tips.append("--mode pace (prunes first; never larger than prune)")
-    return "; ".join(tips)
+    return tips
+
+
+def _smaller_coverage(q: float) -> str:
+    """``--coverage`` a step below ``q`` %: the rows left out doubled (99 -> 98,
+    95 -> 90), at least one point less, at most halved, never below 1."""
+    smaller = max(q - max(1.0, 100.0 - q), q / 2, 1.0)
+    return f"--coverage {smaller:.3g}"
 
 
 def unchanged_lines(res: CompressOutcome, asked: Any) -> list[str]:

@@ -261,7 +261,10 @@ class CompressConfig:
     (from the call by the library); None: no limit. ``objective``: what the search
     minimises first, trees (then leaves) or leaves (then trees); ``learner_depth``: the
     depth of generated learners (None: the original's); ``max_depth``, ``max_leaves``:
-    caps on the single tree of mode tree (None: none). Checked against :data:`RULES`."""
+    caps on the single tree of mode tree (None: none). ``coverage``: the share of the
+    training rows, in %, the region must hold (``--coverage``; eta is derived from the
+    rows when they are read, :func:`pace_cert.app.eta_for_coverage`; None: eta as
+    given). Checked against :data:`RULES`; :meth:`of` also checks :func:`check_asked`."""
 
     mode: str = "prune"
     objective: str = "trees"
@@ -269,6 +272,7 @@ class CompressConfig:
     max_depth: int | None = None
     max_leaves: int | None = None
     eta: float = 0.0
+    coverage: float | None = None
     delta: float = 0.0
     time_limit: float | None = None
     threads: int = 2
@@ -289,7 +293,9 @@ class CompressConfig:
         """A config from user fields and tuning fields by their own names (unique across
         groups, e.g. ``CompressConfig.of(mode="pace", synth_size=0)``)."""
         user = {k: v for k, v in settings.items() if k in _USER_FIELDS}
-        return cls(**user).tuned(**{k: v for k, v in settings.items() if k not in user})
+        cfg = cls(**user).tuned(**{k: v for k, v in settings.items() if k not in user})
+        check_asked(cfg)
+        return cfg
 
     def tuned(self, **changes: Any) -> CompressConfig:
         """A copy with tuning fields (by their own names), whole tuning groups (by the
@@ -368,6 +374,12 @@ RULES: tuple[Rule, ...] = (
     _cap("max_leaves", "--max-leaves"),
     Rule("eta", lambda v: _finite(v) and v >= 0, "be >= 0", "--eta"),
     Rule("delta", lambda v: _finite(v) and 0 <= v <= 1, "be in [0, 1]", "--delta"),
+    Rule(
+        "coverage",
+        lambda v: v is None or (_finite(v) and 1 <= v <= 100),
+        "be a percentage of the training rows in [1, 100] (99 for 99 %)",
+        "--coverage",
+    ),
     Rule("time_limit", lambda v: v is None or (_finite(v) and v > 0), "be > 0", "--time-limit"),
     _count("threads", 1, "--threads"),
     Rule("seed", lambda v: _int(v) and 0 <= v <= MAX_SEED, f"be in [0, {MAX_SEED}]", "--seed"),
@@ -468,6 +480,19 @@ def check(cfg: CompressConfig) -> None:
         if not rule.ok(value):
             got = value if rule.shown is None else rule.shown(value)
             raise SettingError(rule.name(), f"must {rule.expect}, got {got!r}")
+
+
+def check_asked(cfg: CompressConfig) -> None:
+    """The rule across what the user gave (:meth:`CompressConfig.of`): ``--coverage``
+    derives eta from the rows, so it comes without a nonzero ``--eta``. A config whose
+    eta was derived (``dataclasses.replace``) keeps its coverage and passes the table
+    alone."""
+    if cfg.coverage is not None and cfg.eta != 0:
+        raise SettingError(
+            "--coverage",
+            f"derives eta from the rows: give either --coverage or --eta, not both "
+            f"(got --coverage {cfg.coverage:g} and --eta {cfg.eta:g})",
+        )
 
 
 def check_for_model(cfg: CompressConfig, kind: str) -> None:

@@ -172,6 +172,7 @@ def build_certificate(
             samples_kept=r.samples_kept,
             samples_dropped=r.samples_dropped + int(missing.sum()),
             coverage=coverage,
+            coverage_asked=cfg.coverage,
         ),
         scaling=Scaling(
             method=SCALING_METHOD,

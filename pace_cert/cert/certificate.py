@@ -31,7 +31,8 @@ SCHEMA_VERSION = "1.8"  # 1.1: summary.size_lower_bound; 1.2: boundary witnesses
 # "tree", summary.single_tree), summary.objective and summary.learner_depth, and
 # summary.deployment (both models' size in trees, leaves, internal nodes, depth,
 # comparisons per prediction, ONNX bytes and measured onnxruntime latency), all optional;
-# 1.8: data.columns_matched_by (name or position), summary.single_tree.fallback
+# 1.8: data.columns_matched_by (name or position), summary.single_tree.fallback,
+# region.coverage_asked (--coverage)
 Label = int | str
 
 
@@ -187,6 +188,12 @@ class Region(_Strict):
     coverage: Coverage | None = Field(
         default=None,
         description="the training rows by where they lie (schema 1.4; null in older certificates)",
+    )
+    coverage_asked: float | None = Field(
+        default=None,
+        description="--coverage: the share of the training rows asked for, in %; eta was "
+        "derived from the rows to hold at least that share by margin (schema 1.8); null when "
+        "eta was given",
     )
 
 
