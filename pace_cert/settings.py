@@ -217,7 +217,10 @@ class TreeTuning:
     the original's grid, before the first fit and around the samples of each round;
     ``fallback_share``: when neither the region's cells nor the confident cells can be
     enumerated (raw features: a tree may not certify), the share of the time the tree
-    leaves to mode prune's steps, which run when no tree was certified (the fallback)."""
+    leaves to mode prune's steps, which run when no tree was certified (the fallback);
+    ``bound_share``: the share of the time limit the leaf witnesses after the tree step
+    may spend (``driver/phases/leaf_bound.py``), kept back from the tree step;
+    ``bound_tries``: the known region points it tries at most."""
 
     first_boxes: int = 50_000
     exact_boxes: int = 2_000_000
@@ -225,6 +228,8 @@ class TreeTuning:
     enum_cells: int = 2_000_000
     flood_points: int = 200_000
     fallback_share: float = 0.5
+    bound_share: float = 0.1
+    bound_tries: int = 2000
 
 
 @dataclass(frozen=True)
@@ -444,6 +449,8 @@ RULES: tuple[Rule, ...] = (
     _count("tree.enum_cells"),
     _count("tree.flood_points"),
     _share("tree.fallback_share"),
+    _share("tree.bound_share"),
+    _count("tree.bound_tries"),
     _choice("oracle.backend", "--backend"),
     Rule(
         "oracle.ray_address",

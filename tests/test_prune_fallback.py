@@ -43,7 +43,7 @@ def test_a_certified_tree_skips_the_fallback(raw_forest):
 
 
 def test_the_tree_plan_ends_with_mode_prunes_steps_wrapped():
-    tail = PLANS["tree"].steps[2:]
+    tail = PLANS["tree"].steps[3:]  # start-from, tree, leaf-bound, then the fallback
     assert all(isinstance(s, PruneFallback) for s in tail)
     assert [s.name for s in tail] == [s.name for s in PLANS["prune"].steps[1:]]
 

@@ -212,3 +212,55 @@ def test_verify_labels_the_leaf_bound_as_stated(compress_run):
     claims = {c["key"]: c for c in json.loads(res.stdout)["claims"]}
     c = claims["single_tree.leaves_lower_bound"]
     assert c["status"] == "stated" and "fewer than" in c["text"]
+
+
+def test_the_leaf_witness_bound_is_checked_and_never_above_the_tree(tree_run):
+    """The leaf witnesses bound every faithful tree: never above the certified tree's
+    leaves (nor the exact program's fewest, where it states them); verify checks them."""
+    cert = json.loads((tree_run.out / "certificate.json").read_text())
+    t = cert["summary"]["single_tree"]
+    lw = t["leaf_witnesses"]
+    assert lw is not None and 2 <= lw["bound"] == len(lw["points"])
+    assert lw["bound"] <= cert["compressed"]["leaves"]
+    if t["leaves_lower_bound"] is not None:
+        assert lw["bound"] <= t["leaves_lower_bound"]
+    res = invoke("verify", tree_run.model, tree_run.out / "compressed.onnx",
+                 tree_run.out / "certificate.json", "--json")  # fmt: skip
+    claims = {c["key"]: c for c in json.loads(res.stdout)["claims"]}
+    assert claims["single_tree.leaf_witnesses"]["status"] == "checked"
+
+
+def _forge_bound(d: dict) -> None:
+    d["summary"]["single_tree"]["leaf_witnesses"]["bound"] += 1
+
+
+def _forge_point(d: dict) -> None:  # a copy of a point: same label, no separator
+    lw = d["summary"]["single_tree"]["leaf_witnesses"]
+    lw["points"].append(list(lw["points"][0]))
+    lw["labels"].append(lw["labels"][0])
+    lw["bound"] += 1
+
+
+def _forge_separator(d: dict) -> None:  # a separator moved out of its pair's box
+    lw = d["summary"]["single_tree"]["leaf_witnesses"]
+    i, j, s = lw["pairs"][0]
+    lw["separators"][s] = [max(a, b) + 1.0 for a, b in zip(lw["points"][i], lw["points"][j])]
+
+
+def _forge_label(d: dict) -> None:
+    lw = d["summary"]["single_tree"]["leaf_witnesses"]
+    labels = sorted({str(v) for v in lw["labels"]})
+    other = next(v for v in lw["labels"] if str(v) != str(lw["labels"][0]))
+    lw["labels"][0] = other if len(labels) > 1 else lw["labels"][0]
+
+
+@pytest.mark.parametrize("forge", [_forge_bound, _forge_point, _forge_separator, _forge_label])
+def test_a_forged_leaf_bound_is_refuted(compress_run, tmp_path, forge):
+    run = compress_run("seeds", "rf", 5, 2, "--mode", "tree")
+    comp, cert_path, _ = copy_run(run, tmp_path)
+    lw = json.loads(cert_path.read_text())["summary"]["single_tree"]["leaf_witnesses"]
+    assert lw["pairs"], "the case needs a same-label pair"
+    edit_cert(cert_path, forge)
+    res = invoke("verify", run.model, comp, cert_path)
+    no_internal_error(res)
+    assert res.exit_code == 1 and "leaf" in res.output, res.output

@@ -21,6 +21,7 @@ from pace_cert.cert.certificate import (
     DeploymentSize,
     HistoryPoint,
     LatencySetup,
+    LeafWitnesses,
     Learner,
     PairCertificate,
     Plausibility,
@@ -240,6 +241,21 @@ def single_tree(r: CompressResult) -> SingleTree | None:
         leaves_lower_bound=t.leaves_bound,
         none_within_caps=t.none_within_caps,
         fallback=t.fallback,
+        leaf_witnesses=leaf_witnesses(t.leaf_witnesses, r.original.classes),
+    )
+
+
+def leaf_witnesses(found, classes) -> LeafWitnesses | None:
+    """The certificate's form of a :class:`~pace_cert.learners.leaf_witnesses.
+    LeafWitnessSet` (class indices as the original's labels; floats exact)."""
+    if found is None or found.bound == 0:
+        return None
+    return LeafWitnesses(
+        points=[[float(v) for v in row] for row in found.points],
+        labels=[label(classes, int(k)) for k in found.labels],
+        separators=[[float(v) for v in row] for row in found.separators],
+        pairs=[[int(v) for v in row] for row in found.pairs],
+        bound=found.bound,
     )
 
 

@@ -31,7 +31,7 @@ SCHEMA_VERSION = "1.8"  # 1.1: summary.size_lower_bound; 1.2: boundary witnesses
 # "tree", summary.single_tree), summary.objective and summary.learner_depth, and
 # summary.deployment (both models' size in trees, leaves, internal nodes, depth,
 # comparisons per prediction, ONNX bytes and measured onnxruntime latency), all optional;
-# 1.8: data.columns_matched_by (name or position), summary.single_tree.fallback,
+# 1.8: data.columns_matched_by (name or position), summary.single_tree.fallback and .leaf_witnesses,
 # region.coverage_asked (--coverage)
 Label = int | str
 
@@ -290,6 +290,21 @@ class PruningBound(_Strict):
     seconds: float = Field(description="time compress spent on the bound")
 
 
+class LeafWitnesses(_Strict):
+    """Region points no faithful decision tree can put two of in one leaf (schema 1.8):
+    points of different labels, and for each pair of one label a separator in their
+    bounding box, in the region, with another label. ``bound`` = len(points) leaves."""
+
+    points: list[list[float]] = Field(description="float32 values, exact when parsed as float32")
+    labels: list[Label] = Field(description="the original's label at each point")
+    separators: list[list[float]] = Field(description="float32 points, as the points")
+    pairs: list[list[int]] = Field(
+        description="[i, j, s]: points i < j share a label; separator s lies in their box, "
+        "in the region, and the original labels it otherwise"
+    )
+    bound: int = Field(description="len(points): leaves every faithful decision tree has")
+
+
 class SingleTree(_Strict):
     """What mode tree learned about single trees in the region (schema 1.7)."""
 
@@ -315,6 +330,13 @@ class SingleTree(_Strict):
         default=None,
         description="why no tree within the caps was certified ('proved: ...' when the "
         "exact program showed that none exists); null when one was",
+    )
+    leaf_witnesses: LeafWitnesses | None = Field(
+        default=None,
+        description="checked by verify: every decision tree faithful in the region has at "
+        "least leaf_witnesses.bound leaves (region points pairwise separated: no leaf of "
+        "an axis-aligned tree holds two of them); any depth, δ > 0 and raw features "
+        "included (schema 1.8); null when none was found",
     )
     fallback: Literal["prune"] | None = Field(
         default=None,
@@ -664,6 +686,17 @@ def tree_lines(cert: Certificate) -> list[str]:
     )  # fmt: skip
     within = f" within {caps}" if caps else ""
     out = []
+    if t.leaf_witnesses is not None:
+        k = t.leaf_witnesses.bound
+        out.append(
+            f"every faithful decision tree has at least {k} leaves ({k} region points no "
+            "tree can put two of in one leaf; verify re-checks them)"
+            + (
+                f": one tree cannot beat the {cert.compressed.leaves} leaves of this model"
+                if s.certified and cert.compressed.trees > 1 and k >= cert.compressed.leaves
+                else ""
+            )
+        )
     if t.fallback == "prune":
         out.append(
             "no single tree was certified in the time; "

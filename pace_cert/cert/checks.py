@@ -13,6 +13,7 @@ from pace_cert.cert.certificate import Certificate
 from pace_cert.cert.claims import float32_exact, is_constant
 from pace_cert.model.ensemble import LEAF, structure_key
 from pace_cert.model.runtime import labels
+from pace_cert.region.leaf_witness import check_leaf_witnesses
 from pace_cert.region.masks import region_mask
 from pace_cert.region.witness import Witness, check_witnesses
 from pace_cert.region.witness import size_bound as witness_size_bound
@@ -200,6 +201,40 @@ def witness_problems(cert: Certificate, orig, c_o, forest, domain, so) -> list[s
     want = witness_size_bound(len(ws), orig.max_depth)
     if not problems and s.witness_bound != want:
         problems.append(f"witness_bound {s.witness_bound}, the {len(ws)} witnesses give {want}")
+    return problems
+
+
+def leaf_witness_problems(cert: Certificate, orig, c_o, forest, domain, so) -> list[str]:
+    """Re-check ``summary.single_tree.leaf_witnesses``: onnxruntime on the original, the
+    region rebuilt here (:func:`~pace_cert.region.leaf_witness.check_leaf_witnesses`),
+    the bound they give, and a certified one-tree model with at least that many leaves."""
+    t = cert.summary.single_tree
+    lw = t.leaf_witnesses if t is not None else None
+    if lw is None:
+        return []
+    n = orig.n_features
+    rows = [*lw.points, *lw.separators]
+    if any(len(r) != n for r in rows) or any(len(p) != 3 for p in lw.pairs):
+        return [f"a leaf witness point does not have {n} features, or a pair is not [i, j, s]"]
+    if len(lw.labels) != len(lw.points) or not all(float32_exact(r) for r in rows):
+        return ["leaf witnesses: one label per point, every value a finite float32"]
+    problems = check_leaf_witnesses(
+        np.asarray(lw.points, np.float32).reshape(-1, n),
+        [str(v) for v in lw.labels],
+        np.asarray(lw.separators, np.float32).reshape(-1, n),
+        np.asarray(lw.pairs, np.int64).reshape(-1, 3),
+        lambda Z: np.array([str(plain_label(v)) for v in labels(so, Z)]),
+        lambda Z: region_mask(orig, c_o, forest, Z, domain),
+    )
+    if not problems and lw.bound != len(lw.points):
+        problems.append(
+            f"leaf_witnesses.bound {lw.bound}, its {len(lw.points)} points give that many"
+        )
+    c = cert.compressed
+    if not problems and cert.summary.certified and c.trees == 1 and c.leaves < lw.bound:
+        problems.append(
+            f"a certified tree of {c.leaves} leaves and a bound of {lw.bound}: one is wrong"
+        )
     return problems
 
 

@@ -584,6 +584,18 @@ def _single_tree_claims(cert: Certificate) -> list[Claim]:
                 "verify does not re-run",
             )
         )
+    if t.leaf_witnesses is not None:
+        lw = t.leaf_witnesses
+        out.append(
+            Claim(
+                "single_tree.leaf_witnesses",
+                "checked",
+                f"every faithful decision tree (any depth) has at least {lw.bound} leaves: "
+                f"{lw.bound} region points, each same-label pair with a separator in its "
+                f"bounding box ({len(lw.separators)} separators), re-checked with "
+                "onnxruntime on the original and the region rebuilt here",
+            )
+        )
     if t.none_within_caps:
         out.append(
             Claim(

@@ -28,6 +28,7 @@ from pace_cert.cert.checks import (
     checks_learners,
     counterexample,
     disagreements,
+    leaf_witness_problems,
     learner_problems,
     plain_label,
     pruning_sources,
@@ -589,7 +590,13 @@ def _faithfulness(
     for key in ("deployment.structure", "deployment.comparisons", "deployment.latency"):
         if key in catalog:
             check(key)
-    for key in ("single_tree.leaves_lower_bound", "single_tree.none_within_caps"):
+    if problems := leaf_witness_problems(cert, orig, c_o, forest, domain, so):
+        return refute("single_tree.leaf_witnesses", "leaf bound: " + "; ".join(problems[:3]))
+    for key in (
+        "single_tree.leaves_lower_bound",
+        "single_tree.leaf_witnesses",
+        "single_tree.none_within_caps",
+    ):
         if key in catalog:
             check(key)
     for key in ("data.coverage", "data.agreement", "run"):

@@ -16,6 +16,7 @@ from pace_cert.driver.phases.eliminate import Eliminate, FreeRemoval
 from pace_cert.driver.phases.generate import Generate
 from pace_cert.driver.phases.l0 import L0Loop
 from pace_cert.driver.phases.l1 import L1Loop, L1Refresh
+from pace_cert.driver.phases.leaf_bound import LeafBound
 from pace_cert.driver.phases.merge_original import MergeAfter, MergeFirst
 from pace_cert.driver.phases.prune_fallback import PruneFallback
 from pace_cert.driver.phases.refit import Refit
@@ -102,6 +103,7 @@ PLANS["tree"] = Plan(
     (
         StartFrom(),  # a frontier's outer rung: its tree, certified again here
         SingleTree(),  # one tree pure on the region's cells, certified
+        LeafBound(),  # leaf witnesses: the leaves any faithful tree needs (verify re-checks)
         # no tree certified (raw features): the best certified pruning in the time left
         *(PruneFallback(step) for step in PLANS["prune"].steps[1:]),
     ),

@@ -117,6 +117,7 @@ class TreeReport:
     leaves_bound: int | None = None
     none_within_caps: str | None = None
     fallback: str | None = None  # "prune": no tree certified, mode prune's steps ran
+    leaf_witnesses: object | None = None  # a LeafWitnessSet (learners/leaf_witnesses.py)
 
 
 @dataclass(frozen=True)

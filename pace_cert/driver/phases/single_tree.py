@@ -282,12 +282,13 @@ class SingleTree(BaseStep):
         if self.learner:
             return state.cfg.tuning.pace.tree_share
         tuning = state.cfg.tuning.tree
+        keep = 1.0 - tuning.bound_share  # the leaf bound's time, after this step
         if enumerable(ForestGrid.of(state.original), state.domain, tuning.enum_cells):
-            return 1.0
-        return 1.0 - tuning.fallback_share
+            return keep
+        return keep * (1.0 - tuning.fallback_share)
 
     def run(self, state: RunState, budget: Budget) -> Iterator[Offer]:
-        if not self.learner and self.share(state) < 1.0:
+        if not self.learner and self.share(state) < 1.0 - state.cfg.tuning.tree.bound_share:
             state.say(
                 "warning: the cells that may hold a region point are too many to enumerate "
                 "(raw features): the tree is learnt from counterexamples and may not certify "
