@@ -252,7 +252,7 @@ def rows_held(ensemble, X: np.ndarray, eta: float) -> int:
 
 def coverage_said(cfg: CompressConfig, ensemble, X: np.ndarray) -> str:
     """The line that tells what ``--coverage`` came to (``cfg``: its eta derived)."""
-    from pace_cert.outcome_words import asked_coverage_line
+    from pace_cert.cert.words import asked_coverage_line
     from pace_cert.region.margins import eta_units
 
     held = rows_held(ensemble, X, cfg.eta)

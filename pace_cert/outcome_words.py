@@ -10,7 +10,6 @@ The functions read a :class:`~pace_cert.app.CompressOutcome` (``certificate``,
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -44,26 +43,6 @@ class Asked:
         return cls(time_limit, reg.eta, reg.delta, cert.summary.mode, reg.coverage_asked)
 
 
-def asked_coverage_line(asked: float, eta: float, units: str, held: int, rows: int) -> str:
-    """What ``--coverage`` came to: ``coverage 99 %: eta 0.4 (vote share) holds 99.1 % of
-    the training rows by margin (455 of 459)``. ``held``: of the ``rows`` (the training
-    rows the region is built from, those without missing values), those whose original
-    margin is above the region's threshold (the plausibility bound, ``--delta``, may
-    remove more); the share is rounded down, never shown above what it is. Below the
-    share asked only at eta 0, the largest region: the rest lie in the tie band."""
-    share = held / rows if rows else 0.0
-    line = (
-        f"coverage {asked:g} %: eta {eta:g} ({units}) holds {_percent_down(share)} % of the "
-        f"training rows by margin ({held} of {rows})"
-    )
-    if share < asked / 100:
-        line += (
-            "; no region holds more: the other rows lie in the original's float32 tie band, "
-            "which no region covers"
-        )
-    return line
-
-
 def asked_coverage_lines(cert: Certificate) -> list[str]:
     """:func:`asked_coverage_line` from a certificate (none when eta was given, or the
     coverage is not recorded): the rows held by margin are those inside the region or
@@ -73,12 +52,9 @@ def asked_coverage_lines(cert: Certificate) -> list[str]:
     if reg.coverage_asked is None or cov is None:
         return []
     held, rows = cov.inside + cov.implausible, cov.rows - cov.missing
+    from pace_cert.cert.words import asked_coverage_line
+
     return [asked_coverage_line(reg.coverage_asked, reg.eta, reg.eta_units, held, rows)]
-
-
-def _percent_down(share: float) -> str:
-    """``share`` in %, one decimal, rounded down (99.96 % is 99.9, never 100)."""
-    return f"{math.floor(share * 1000 + 1e-9) / 10:.1f}"
 
 
 def outcome_of(

@@ -13,9 +13,10 @@ import pytest
 from typer.testing import CliRunner
 
 import pace_cert
+from pace_cert.cert.words import asked_coverage_line
 from pace_cert.cli.main import app
 from pace_cert.errors import InputError
-from pace_cert.outcome_words import Asked, asked_coverage_line, what_to_try
+from pace_cert.outcome_words import Asked, what_to_try
 from pace_cert.settings import CompressConfig, SettingError
 
 FAST = dict(mode="prune", time_limit=300, quiet=True)

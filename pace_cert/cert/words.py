@@ -3,6 +3,8 @@ summary, verify's report and the HTML report."""
 
 from __future__ import annotations
 
+import math
+
 
 def narrowing_lines(dom: dict, names: list[str] | None = None) -> list[str]:
     """What ``--binary infer`` and ``--integer infer`` took out of the domain, naming
@@ -79,3 +81,28 @@ def deployment_lines(dep, micro: str = "us") -> list[str]:
         f"{micro} at a batch of 1"
     )
     return lines
+
+
+def asked_coverage_line(asked: float, eta: float, units: str, held: int, rows: int) -> str:
+    """What ``--coverage`` came to: ``coverage 99 %: eta 0.4 (vote share) holds 99.1 % of
+    the training rows by margin (455 of 459)``. ``held``: of the ``rows`` (the training
+    rows the region is built from, those without missing values), those whose original
+    margin is above the region's threshold (the plausibility bound, ``--delta``, may
+    remove more); the share is rounded down, never shown above what it is. Below the
+    share asked only at eta 0, the largest region: the rest lie in the tie band."""
+    share = held / rows if rows else 0.0
+    line = (
+        f"coverage {asked:g} %: eta {eta:g} ({units}) holds {_percent_down(share)} % of the "
+        f"training rows by margin ({held} of {rows})"
+    )
+    if share < asked / 100:
+        line += (
+            "; no region holds more: the other rows lie in the original's float32 tie band, "
+            "which no region covers"
+        )
+    return line
+
+
+def _percent_down(share: float) -> str:
+    """``share`` in %, one decimal, rounded down (99.96 % is 99.9, never 100)."""
+    return f"{math.floor(share * 1000 + 1e-9) / 10:.1f}"
