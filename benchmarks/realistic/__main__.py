@@ -32,6 +32,9 @@ from benchmarks.realistic.models import MODELS, build
 
 ROOT = Path(__file__).resolve().parents[2]
 REGIONS = {"global": (0.0, 0.0), "eta-delta": (0.1, 0.1), "delta": (0.0, 0.1)}
+#: regions given by the share of training rows they hold (compress --coverage, in %),
+#: delta 0; not among the default --regions (the issue-74/75 rung: 99 %)
+COVERAGE = {"cov99": 99.0, "cov95": 95.0}
 CLI = [sys.executable, "-m", "pace_cert.cli.main"]
 
 
@@ -63,13 +66,16 @@ class Row:
 def run_one(
     model, region: str, limit: float, work: Path, threads: int = 2, mode: str = "pace"
 ) -> Row:
-    eta, delta = REGIONS[region]
+    eta, delta = REGIONS.get(region, (0.0, 0.0))
+    asked = ["--eta", str(eta), "--delta", str(delta)]
+    if region in COVERAGE:
+        asked = ["--coverage", f"{COVERAGE[region]:g}"]
     folder = work / model.key
     onnx_path, train, _test = build(model, folder)
     out = folder / (f"out-{region}" if mode == "pace" else f"out-{mode}-{region}")
     cmd = [
         *CLI, "compress", str(onnx_path), "--data", str(train), "--out", str(out),
-        "--mode", mode, "--eta", str(eta), "--delta", str(delta),
+        "--mode", mode, *asked,
         "--time-limit", str(limit), "--threads", str(threads), "--quiet", "--json",
     ]  # fmt: skip
     code, _stdout, err, wall, rss = run_process(cmd, timeout=3 * limit + 120)
@@ -81,6 +87,12 @@ def run_one(
                    err.strip().splitlines()[-1][:200] if err.strip() else "")  # fmt: skip
     cert = json.loads(cert_path.read_text())
     s = cert["summary"]
+    eta = cert["region"]["eta"]  # as --coverage derived it, or as given
+    tree = s.get("single_tree") or {}
+    if tree.get("leaf_witnesses"):
+        note = f"every faithful tree >= {tree['leaf_witnesses']['bound']} leaves (checked)"
+    if tree.get("fallback"):
+        note = (note + "; " if note else "") + f"no tree: {tree['fallback']} fallback"
     verify, vsec, inside, data_in = "identical (original written)", 0.0, None, None
     if cert["compressed"]["sha256"] != cert["original"]["sha256"]:
         vcmd = [
@@ -95,7 +107,7 @@ def run_one(
             data_in = rep.get("data_inside_region")
         except (json.JSONDecodeError, KeyError):
             verify = f"verify exit {vcode}"
-            note = verr.strip().splitlines()[-1][:200] if verr.strip() else ""
+            note = verr.strip().splitlines()[-1][:200] if verr.strip() else note
     return Row(
         model.key, model.family, region, eta, delta, limit, code,
         s["trees_before"], s["trees_after"], s["leaves_before"], s["leaves_after"],
@@ -107,8 +119,8 @@ def run_one(
 
 def report(rows: list[dict], command: str, commit: str, machine: str) -> str:
     """The Markdown report: one table row per run, then per-region and overall lines."""
-    head = ("model", "region", "exit", "trees", "leaves", "bound", "phase", "wall s",
-            "overrun s", "RSS MB", "verify", "verify s", "probe in region")  # fmt: skip
+    head = ("model", "region", "eta", "exit", "trees", "leaves", "bound", "phase", "wall s",
+            "overrun s", "RSS MB", "verify", "verify s", "probe in region", "note")  # fmt: skip
     lines = [
         "# Realistic-model suite",
         "",
@@ -123,11 +135,12 @@ def report(rows: list[dict], command: str, commit: str, machine: str) -> str:
     for r in rows:
         lines.append(
             "| " + " | ".join([
-                r["key"], r["region"], r["exit_code"],
+                r["key"], r["region"], f"{float(r['eta']):.3g}", r["exit_code"],
                 f"{r['trees_before']} -> {r['trees_after']}",
                 f"{r['leaves_before']} -> {r['leaves_after']}",
                 r["lower_bound"] or "-", r["phase"] or "-", r["wall"], r["overrun"],
                 r["peak_rss_mb"], r["verify"], r["verify_seconds"], r["probe_inside"] or "-",
+                r.get("note") or "",
             ]) + " |"
         )  # fmt: skip
     lines.append("")
@@ -136,7 +149,7 @@ def report(rows: list[dict], command: str, commit: str, machine: str) -> str:
         after = int(r["trees_after"]) or 1
         return int(r["trees_before"]) / after if r["exit_code"] == "0" else 1.0
 
-    for region in REGIONS:
+    for region in [*REGIONS, *COVERAGE]:
         sub = [r for r in rows if r["region"] == region]
         if sub:
             k = sum(r["exit_code"] == "0" for r in sub)
@@ -156,7 +169,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/profiles")
     ap.add_argument("--work", type=Path, default=ROOT / ".bench-real")
     ap.add_argument("--only", default="", help="regex on run keys (model/region)")
-    ap.add_argument("--regions", default=",".join(REGIONS))
+    ap.add_argument(
+        "--regions", default=",".join(REGIONS), help=f"also {', '.join(COVERAGE)}: --coverage"
+    )
     ap.add_argument("--time-limit", type=float, default=300.0)
     ap.add_argument("--name", default="real", help="result file stem")
     ap.add_argument("--mode", default="pace", help="compress --mode (pace, prune, tree)")
@@ -200,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         argv if argv is not None else sys.argv[1:]
     )
     order = {f"{m.key}/{r}": i for i, (r, m) in enumerate(
-        (r, m) for r in REGIONS for m in MODELS)}  # fmt: skip
+        (r, m) for r in [*REGIONS, *COVERAGE] for m in MODELS)}  # fmt: skip
     rows = sorted(read_rows(csv_path), key=lambda r: order.get(f"{r['key']}/{r['region']}", 0))
     machine = (
         f"{os.cpu_count()} cores; each compress in a fresh process, `--threads {args.threads}`, "
