@@ -238,6 +238,8 @@ def _say_result(res: CompressOutcome, cfg: Any, model: Path, as_json: bool, code
     if not as_json:
         typer.echo(compress_summary(res, cfg, model))
         return
+    from pace_cert.estimate import recorded_room_line
+
     cert = res.certificate
     print_json(
         {
@@ -253,6 +255,7 @@ def _say_result(res: CompressOutcome, cfg: Any, model: Path, as_json: bool, code
             "coverage": None if cert.region.coverage is None else cert.region.coverage.model_dump(),
             "coverage_asked": cert.region.coverage_asked,
             "eta": cert.region.eta,
+            "room": recorded_room_line(cert),  # the floor table's warning (summary.floor)
         }
     )
 

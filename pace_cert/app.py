@@ -141,9 +141,11 @@ def run_compress(
     if cfg.coverage is not None and progress is not None:  # the eta, before any work
         progress(coverage_said(cfg, ensemble, X_fit))
     _check_region_not_empty(ensemble, X_fit, data_path, cfg)
-    from pace_cert.estimate import free_pattern_estimate
+    from pace_cert.estimate import floor_lines, floor_table, free_pattern_estimate
 
     estimate = free_pattern_estimate(ensemble, cfg.eta)  # milliseconds
+    # what each coverage rung can buy at best: about prunings, nothing mode tree seeks
+    floor = floor_table(ensemble, X_fit, cfg.eta) if cfg.mode != "tree" else None
     created = not out_dir.exists()
     prepare_out_dir(out_dir)
     from pace_cert.cert.coverage import coverage, coverage_line
@@ -161,6 +163,7 @@ def run_compress(
         compressed=given.compressed or str(out_dir / "compressed.onnx"),
     )
     render = _Renderer(cfg, original_bytes, info, data, data_path, target, ensemble.classes, names)
+    render.floor = floor
 
     said = []
 
@@ -168,6 +171,8 @@ def run_compress(
         if not said and progress is not None:  # the inputs are good: before any solving
             # the free-pattern floor is about prunings: nothing mode tree looks for
             said.append(progress(estimate.line()) if cfg.mode != "tree" else None)
+            for line in floor_lines(floor, estimate.units) if floor is not None else []:
+                progress(line)
         taken = time.perf_counter()
         final = res.stop is not None  # the run's end: its certificate says how it ended
         files, committed, cert = render.files(res, final_latency(budget) if final else None)
@@ -393,6 +398,7 @@ class _Renderer:
         self.cfg, self.original_bytes, self.info, self.data = cfg, original_bytes, info, data
         self.data_classes = classes
         self.names = names  # every path as the certificate states it
+        self.floor: list | None = None  # the floor table (estimate.FloorRow), if said
         self.original_sha = hashlib.sha256(original_bytes).hexdigest()
         self.data_summary = DataSummary(
             path=str(names.data),
@@ -471,7 +477,7 @@ class _Renderer:
         """The file set of ``result``; ``latency_seconds``: measure the two models'
         latency within that many seconds (the final commit; None: not measured)."""
         from pace_cert.cert.build import build_certificate
-        from pace_cert.cert.certificate import Plausibility
+        from pace_cert.cert.certificate import FloorRung, Plausibility
 
         cfg = self.cfg
         if result.smaller:
@@ -508,6 +514,14 @@ class _Renderer:
             self.missing_labels(comp_bytes),
             self.deployment(result, comp_bytes, latency_seconds),
         )
+        if self.floor is not None:  # the floor table said before the work
+            rows = [
+                FloorRung(coverage=r.coverage, eta=r.eta, trees_at_least=r.floor)
+                for r in self.floor
+            ]
+            cert = cert.model_copy(
+                update={"summary": cert.summary.model_copy(update={"floor": rows})}
+            )
         files["certificate.json"] = (cert.model_dump_json(indent=1) + "\n").encode()  # last
         s = cert.summary
         if result.smaller:

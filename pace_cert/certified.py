@@ -368,7 +368,7 @@ class CertifiedModel:
         nothing smaller, the CLI's ``why:`` and ``try:``; the free-pattern estimate and
         where the result lies against it; how the run stopped."""
         from pace_cert.cert.certificate import tree_lines
-        from pace_cert.estimate import placement
+        from pace_cert.estimate import placement, recorded_room_line
         from pace_cert.outcome_words import (
             Asked,
             asked_coverage_lines,
@@ -391,6 +391,8 @@ class CertifiedModel:
         ]
         lines += unchanged_lines(res, Asked.of(cert, self.time_limit))
         lines += tree_lines(cert)  # mode tree: the tree, its bound, or the fallback
+        if room := recorded_room_line(cert):  # the floor table: the asked region's room
+            lines.append(room)
         if self.estimate is not None:
             pb = s.pruning_bound.value if s.pruning_bound is not None else None
             lines.append(self.estimate.line())

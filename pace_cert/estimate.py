@@ -58,3 +58,86 @@ def placement(trees_after: int | None, pruning_bound: int | None, est: Estimate)
     parts.append(f"free-pattern estimate {est.floor}")
     parts.append(f"original {est.trees}")
     return "place: " + " | ".join(parts) + " (trees)"
+
+
+#: the coverage rungs of the floor table (% of the training rows held by margin), as the
+#: frontier's default ladder and a step below it
+FLOOR_RUNGS = (100.0, 99.0, 95.0, 90.0, 80.0)
+#: an estimate keeping at least this share of the trees leaves little room to prune
+LITTLE_ROOM = 0.9
+
+
+@dataclass(frozen=True)
+class FloorRow:
+    """One row of the floor table: the region holding ``coverage`` % of the training
+    rows by margin (None: the region asked for) has confidence ``eta``; the free-pattern
+    estimate keeps at least ``floor`` of ``trees`` trees there (an estimate, not a
+    bound)."""
+
+    coverage: float | None
+    eta: float
+    floor: int
+    trees: int
+
+    @property
+    def little_room(self) -> bool:
+        return self.floor >= LITTLE_ROOM * self.trees
+
+
+def floor_table(ensemble: Ensemble, X, eta: float, rungs=FLOOR_RUNGS) -> list[FloorRow]:
+    """What each guarantee can buy at best, before the work: the asked region (first
+    row) and the coverage rungs ``rungs`` (% of the rows ``X`` held by margin, eta by
+    :func:`pace_cert.frontier.ladder.eta_for_share`), each with its free-pattern
+    estimate. Milliseconds: the model's scores on ``X`` and one estimate a rung."""
+    from pace_cert.frontier.ladder import eta_for_share
+
+    n = ensemble.n_trees
+    rows = [FloorRow(None, eta, free_pattern_estimate(ensemble, eta).floor, n)]
+    for q in rungs:
+        e = eta_for_share(ensemble, X, q / 100.0)
+        rows.append(FloorRow(q, e, free_pattern_estimate(ensemble, e).floor, n))
+    return rows
+
+
+def room_line(rows: list[FloorRow]) -> str | None:
+    """When the asked region leaves little room (its estimate keeps at least 90 % of
+    the trees): say so, with the largest coverage rung that would leave room (None when
+    the asked region leaves room)."""
+    asked = rows[0]
+    if not asked.little_room:
+        return None
+    room = next((r for r in rows[1:] if r.eta > asked.eta and not r.little_room), None)
+    head = (
+        f"little room: in the region asked, no faithful pruning is expected below "
+        f"{asked.floor} of the {asked.trees} trees (estimate)"
+    )
+    if room is None:
+        return head + (
+            f"; no coverage rung down to {rows[-1].coverage:g} % leaves room either: try "
+            "--mode tree, or binned features"
+        )
+    return head + (
+        f"; the region holding {room.coverage:g} % of the training rows (--coverage "
+        f"{room.coverage:g}, eta {room.eta:g}) would leave room: estimate {room.floor} trees"
+    )
+
+
+def floor_lines(rows: list[FloorRow], units: str) -> list[str]:
+    """The floor table in words: one line per row, then the room line if any."""
+    out = [f"floor (free-pattern estimates, not bounds; eta in {units}):"]
+    for r in rows:
+        where = "asked" if r.coverage is None else f"{r.coverage:g} % of rows"
+        out.append(f"  {where:>14}: eta {r.eta:<8g} at least {r.floor} of {r.trees} trees")
+    if line := room_line(rows):
+        out.append(line)
+    return out
+
+
+def recorded_room_line(cert) -> str | None:
+    """:func:`room_line` of the floor table a certificate records (``summary.floor``;
+    None without one)."""
+    rungs = cert.summary.floor
+    if not rungs:
+        return None
+    n = cert.original.trees
+    return room_line([FloorRow(r.coverage, r.eta, r.trees_at_least, n) for r in rungs])

@@ -49,6 +49,11 @@ def summary_paragraph(cert: Certificate) -> str:
             + (f" ({c.missing} of them have missing values)" if c.missing else "")
             + "."
         )
+    from pace_cert.estimate import recorded_room_line
+
+    room = recorded_room_line(cert)
+    if room is not None:
+        data += f" <b>What pruning can buy.</b> {esc(room[0].upper() + room[1:])}."
     return (
         "<p id='summary' class='summary'>"
         + what

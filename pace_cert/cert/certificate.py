@@ -305,6 +305,20 @@ class LeafWitnesses(_Strict):
     bound: int = Field(description="len(points): leaves every faithful decision tree has")
 
 
+class FloorRung(_Strict):
+    """One row of the floor table (schema 1.8): an estimate said before the work."""
+
+    coverage: float | None = Field(
+        description="% of the training rows the region holds by margin (null: the region asked for)"
+    )
+    eta: float = Field(description="the region's confidence level, in eta_units")
+    trees_at_least: int = Field(
+        description="the free-pattern estimate: no faithful pruning is expected to keep "
+        "fewer trees if the trees' leaves combine freely (an estimate, not a bound: trees "
+        "that share splits, binned features and the plausibility bound go below it)"
+    )
+
+
 class SingleTree(_Strict):
     """What mode tree learned about single trees in the region (schema 1.7)."""
 
@@ -514,6 +528,13 @@ class Summary(_Strict):
         default=None,
         description="the depth of generated learners, as asked for (null: the original's "
         "depth, or no learner generated) (schema 1.7)",
+    )
+    floor: list[FloorRung] | None = Field(
+        default=None,
+        description="what each guarantee can buy at best, said before the work: the "
+        "free-pattern estimate in the region asked and at the coverage rungs 100, 99, 95, "
+        "90 and 80 % (estimates, stated; schema 1.8; null in mode tree and older "
+        "certificates)",
     )
     single_tree: SingleTree | None = Field(
         default=None,

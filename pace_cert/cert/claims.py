@@ -563,6 +563,15 @@ def claim_catalog(cert: Certificate, kept: list[int] | str | None = FROM_LEARNER
             "pricing, generation stop, l0_optimal: a record of the run" + _ended_words(cert),
         ),
     ]
+    if cert.summary.floor:
+        out.append(
+            Claim(
+                "floor",
+                "stated",
+                "the floor table: the free-pattern estimate per coverage rung, said before "
+                "the work (estimates, not bounds: nothing to re-check)",
+            )
+        )
     return out
 
 

@@ -601,6 +601,8 @@ def _faithfulness(
             check(key)
     for key in ("data.coverage", "data.agreement", "run"):
         check(key)
+    if "floor" in catalog:
+        check("floor")
     if results is not None and any(r.status != "INFEASIBLE" for r in results):
         return VerifyReport(
             2,
