@@ -293,9 +293,14 @@ def _say_nothing_written(stop: Any, code: int, out: Path, seconds: float, as_jso
 def compress_summary(res: CompressOutcome, cfg: Any, model: Path) -> str:
     """What compress prints on stdout: the result, the region's coverage of the data,
     and for an unchanged original (exit 2) what that means and what to try."""
-    from pace_cert.cert.certificate import bound_lines, pruning_bound_lines, tree_lines
     from pace_cert.cert.coverage import coverage_line, missing_lines, tie_band_line
-    from pace_cert.cert.words import deployment_lines, narrowing_lines
+    from pace_cert.cert.words import (
+        bound_lines,
+        deployment_lines,
+        narrowing_lines,
+        pruning_bound_lines,
+        tree_lines,
+    )
     from pace_cert.estimate import placement
     from pace_cert.outcome_words import asked_coverage_lines, stop_lines, unchanged_lines
 

@@ -367,7 +367,7 @@ class CertifiedModel:
         when it was asked; for a run that certified
         nothing smaller, the CLI's ``why:`` and ``try:``; the free-pattern estimate and
         where the result lies against it; how the run stopped."""
-        from pace_cert.cert.certificate import tree_lines
+        from pace_cert.cert.words import tree_lines
         from pace_cert.estimate import placement, recorded_room_line
         from pace_cert.outcome_words import (
             Asked,

@@ -75,7 +75,7 @@ def single_tree(cert: Certificate, folder: Path):
     """The compressed model's one tree, read from ``compressed.onnx`` beside the
     certificate when that file is the one certified (same SHA-256) and holds one tree;
     else None. (ensemble, tree) for :func:`_tree`."""
-    from pace_cert.cert.certificate import sha256_file
+    from pace_cert.cert.records import sha256_file
     from pace_cert.errors import PaceError
     from pace_cert.model.onnx_reader import read_ensemble
 

@@ -5,7 +5,8 @@ Split from :mod:`pace_cert.report` (one module per section as they grow)."""
 
 from __future__ import annotations
 
-from pace_cert.cert.certificate import Certificate, minimal_pruning, pruning_of
+from pace_cert.cert.certificate import Certificate
+from pace_cert.cert.words import minimal_pruning, pruning_of
 from pace_cert.report_plots import esc
 
 

@@ -17,17 +17,13 @@ import numpy as np
 import pytest
 
 from pace_cert.budget import Budget
-from pace_cert.cert.certificate import (
-    Certificate,
-    minimal_pruning,
-    pruning_bound_lines,
-    pruning_of,
-)
+from pace_cert.cert.certificate import Certificate
 from pace_cert.cert.pruning_check import (
     cut_problem,
     meets_rows_exactly,
     positive_trees,
 )
+from pace_cert.cert.words import minimal_pruning, pruning_bound_lines, pruning_of
 from pace_cert.master.pruning_bound import strictly_met
 
 from .test_end_to_end import copy_run, edit_cert, invoke, no_internal_error

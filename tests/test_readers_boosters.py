@@ -305,7 +305,7 @@ def test_inspect_names_family_and_counts_estimators(tmp_path):
     }
     assert fields["trees"] == "300"
     assert fields["estimators"].startswith("100 (x 3 classes")
-    from pace_cert.cert.certificate import model_summary
+    from pace_cert.cert.records import model_summary
 
     s = model_summary("gb.onnx", "0" * 64, ensemble_from_model(model)[0])
     assert (s.family, s.estimators, s.trees) == (d["family"], 100, 300)

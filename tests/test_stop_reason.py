@@ -14,7 +14,8 @@ from typer.testing import CliRunner
 
 from pace_cert import zoo
 from pace_cert.budget import Budget
-from pace_cert.cert.certificate import Certificate, bound_lines
+from pace_cert.cert.certificate import Certificate
+from pace_cert.cert.words import bound_lines
 from pace_cert.cli.compress_cmd import compress_summary
 from pace_cert.cli.main import app
 from pace_cert.driver.result import StopReason

@@ -10,8 +10,6 @@ import numpy as np
 
 from pace_cert import __version__
 from pace_cert.cert.certificate import (
-    SCALING_DERIVATION,
-    SCALING_METHOD,
     BoundaryWitness,
     Certificate,
     Coverage,
@@ -32,6 +30,10 @@ from pace_cert.cert.certificate import (
     Scaling,
     SingleTree,
     Summary,
+)
+from pace_cert.cert.records import (
+    SCALING_DERIVATION,
+    SCALING_METHOD,
     label,
     model_summary,
     now_iso,

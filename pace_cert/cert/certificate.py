@@ -1,23 +1,15 @@
-"""The JSON certificate (SPEC §6): pydantic models, builder and schema export.
-
+"""The JSON certificate (SPEC §6): its pydantic models and the schema export, where
 ``python -m pace_cert.cert.certificate schemas/certificate.schema.json`` (``make schema``)
-regenerates the schema; a test fails when the committed file drifts from the models.
-"""
+regenerates the schema; a test fails when the committed file drifts from the models."""
 
 from __future__ import annotations
 
-import datetime as _dt
-import hashlib
 import json
 import sys
-from importlib import metadata
 from pathlib import Path
 from typing import Literal
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
-
-from pace_cert.model.ensemble import family_of
 
 SCHEMA_VERSION = "1.8"  # 1.1: summary.size_lower_bound; 1.2: boundary witnesses (optional);
 # 1.3: learners' merged / original_trees, history phase "merge", summary.phase "merge";
@@ -595,197 +587,6 @@ class Certificate(_Strict):
     scaling: Scaling
     pairs: list[PairCertificate]
     summary: Summary
-
-
-def sha256_file(path: str | Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def solver_versions(gurobi_used: bool = False) -> Solvers:
-    def v(name: str) -> str | None:
-        try:
-            return metadata.version(name)
-        except metadata.PackageNotFoundError:
-            return None
-
-    return Solvers(
-        ortools=v("ortools") or "?",
-        highspy=v("highspy") or "?",
-        gurobipy=v("gurobipy") if gurobi_used else None,
-    )
-
-
-def label(classes: np.ndarray, i: int) -> Label:
-    c = classes[int(i)]
-    return str(c) if isinstance(c, str | np.str_) else int(c)
-
-
-def input_transform(ens) -> InputTransform | None:
-    """The certificate's record of ``ens.input_folding`` (None without one)."""
-    fold = ens.input_folding
-    if fold is None:
-        return None
-    return InputTransform(
-        ops=list(fold.ops),
-        folded=[
-            FoldedThreshold(
-                feature=s.feature, threshold=s.threshold, raw_threshold=s.raw, how=s.how
-            )
-            for s in fold.splits
-        ],
-    )
-
-
-def model_summary(path: str, sha: str, ens) -> ModelSummary:
-    return ModelSummary(
-        path=str(path),
-        sha256=sha,
-        trees=ens.n_trees,
-        max_depth=ens.max_depth,
-        leaves=ens.n_leaves,
-        classes=[label(ens.classes, i) for i in range(ens.n_classes)],
-        features=ens.n_features,
-        pattern=ens.pattern,
-        family=family_of(ens),
-        estimators=ens.n_estimators,
-        input_transform=input_transform(ens),
-    )
-
-
-def now_iso() -> str:
-    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
-
-
-SCALING_METHOD = (
-    "per condition: s = 2**p with sum of per-tree max |coefficient| * s in (2**47, 2**48]; "
-    "coefficients rounded to nearest (error <= 1 unit each incl. float64 error); "
-    "right-hand sides rounded outward with exact rationals so the integer set is a superset"
-)
-SCALING_DERIVATION = (
-    "E_req = 2 * gamma_(n+1) * (sum_t max_leaf |v_t| + max |base|), gamma_m = m u/(1-m u), "
-    "u = 2**-24, n = trees: onnxruntime's float32 error on each of two class scores, any order"
-)
-
-
-def bound_lines(summary: Summary, depth: int, compressed_depth: int | None = None) -> list[str]:
-    """What a run proved about the size of faithful models of depth <= ``depth`` (the
-    original's), one line per lower bound (today: ``summary.size_lower_bound``); said
-    plainly when nothing useful was proved (no bound, or a bound of 1 tree). The
-    compressed model (of depth ``compressed_depth``, default ``depth``) is called minimal
-    only when it belongs to that family."""
-    b = summary.size_lower_bound
-    if b is None or b <= 1:
-        return [
-            "lower bound: 1 tree (nothing useful proved for models of depth <= "
-            f"{depth} in this region)"
-        ]
-    how = (
-        f" ({len(summary.boundary_witnesses)} boundary witnesses)"
-        if summary.witness_bound is not None and summary.witness_bound >= b
-        else ""
-    )
-    in_family = (depth if compressed_depth is None else compressed_depth) <= depth
-    what = "minimal" if b >= summary.trees_after and in_family else "lower bound"
-    return [
-        f"{what}: no faithful model of fewer than {b} trees of depth <= {depth} in the region{how}"
-    ]
-
-
-def tree_lines(cert: Certificate) -> list[str]:
-    """Mode tree's result in words: the tree's size against the original's, whether its
-    leaf count is proved the fewest, and why no tree within the caps was certified."""
-    t, s = cert.summary.single_tree, cert.summary
-    if t is None:
-        return []
-    caps = ", ".join(
-        f"{flag} {v}" for flag, v in (("--max-depth", t.max_depth), ("--max-leaves", t.max_leaves))
-        if v is not None
-    )  # fmt: skip
-    within = f" within {caps}" if caps else ""
-    out = []
-    if t.leaf_witnesses is not None:
-        k = t.leaf_witnesses.bound
-        out.append(
-            f"every faithful decision tree has at least {k} leaves ({k} region points no "
-            "tree can put two of in one leaf; verify re-checks them)"
-            + (
-                f": one tree cannot beat the {cert.compressed.leaves} leaves of this model"
-                if s.certified and cert.compressed.trees > 1 and k >= cert.compressed.leaves
-                else ""
-            )
-        )
-    if t.fallback == "prune":
-        out.append(
-            "no single tree was certified in the time; "
-            + (
-                f"the compressed model is the best certified pruning: {cert.compressed.trees} "
-                f"of {cert.original.trees} trees (the fallback)"
-                if s.certified
-                else "the pruning fallback certified nothing smaller either"
-            )
-        )
-    if s.certified and cert.compressed.trees == 1:
-        out.append(
-            f"one tree: {cert.compressed.leaves} leaves, depth {cert.compressed.max_depth} "
-            f"(the original: {cert.original.trees} trees, {cert.original.leaves} leaves, "
-            f"depth {cert.original.max_depth})"
-        )
-    b = t.leaves_lower_bound
-    if b is not None and s.certified and b >= cert.compressed.leaves:
-        out.append(f"minimal: no faithful decision tree{within} has fewer leaves in the region")
-    elif b is not None:
-        out.append(f"lower bound: no faithful decision tree{within} has fewer than {b} leaves")
-    if t.none_within_caps:
-        out.append(f"no tree{within}: {t.none_within_caps}")
-    how = "every region cell" if t.complete else "the known region points and separating samples"
-    out.append(f"tree fit on {t.cells} cells of the original's grid ({how}), {t.rounds} rounds")
-    return out
-
-
-def pruning_of(cert: Certificate) -> list[int] | None:
-    """The original trees a pruning keeps, as the learners name them (None: the
-    learners state a new or merged tree, or an original one without naming it)."""
-    lrs = cert.learners
-    if not all(
-        lr.origin == "original" and lr.merged == 1 and len(lr.original_trees) == 1 for lr in lrs
-    ):
-        return None
-    return [lr.original_trees[0] for lr in lrs]
-
-
-def minimal_pruning(cert: Certificate, kept: list[int] | None) -> bool:
-    """Whether "minimal among prunings" may be said: the model is certified, it is a
-    pruning (``kept``: the original trees it keeps) and it keeps exactly as many trees
-    as the pruning bound (fewer contradicts the bound: a refutation, never a claim)."""
-    s, pb = cert.summary, cert.summary.pruning_bound
-    return (
-        pb is not None
-        and s.certified
-        and kept is not None
-        and s.trees_after == len(kept) == pb.value
-    )
-
-
-def pruning_bound_lines(cert: Certificate) -> list[str]:
-    """The pruning lower bound (``summary.pruning_bound``) in one line; none when the
-    run did not compute it. "minimal among prunings" only for a certified pruning (every
-    learner one original tree) of exactly the bound's size."""
-    summary = cert.summary
-    pb = summary.pruning_bound
-    if pb is None:
-        return []
-    minimal = minimal_pruning(cert, pruning_of(cert))
-    what = "minimal among prunings" if minimal else "pruning lower bound"
-    exact = " (the minimum on them)" if pb.meets_points == pb.value else ""
-    return [
-        f"{what}: no faithful pruning keeps fewer than {pb.value} of the "
-        f"{summary.trees_before} original trees ({len(pb.points)} region points, "
-        f"{len(pb.cuts)} cuts{exact}; verify re-checks it)"
-    ]
 
 
 def write_schema(path: str | Path) -> None:

@@ -17,13 +17,9 @@ from typing import Literal
 
 import numpy as np
 
-from pace_cert.cert.certificate import (
-    Certificate,
-    input_transform,
-    label,
-    minimal_pruning,
-    pruning_of,
-)
+from pace_cert.cert.certificate import Certificate
+from pace_cert.cert.records import input_transform, label
+from pace_cert.cert.words import minimal_pruning, pruning_of
 from pace_cert.deploy_size import structure
 from pace_cert.model.ensemble import Ensemble, family_of, float32_sum_guard
 from pace_cert.model.onnx_reader import OnnxModelInfo

@@ -23,7 +23,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from pace_cert.budget import Budget
-from pace_cert.cert.certificate import Certificate, label
+from pace_cert.cert.certificate import Certificate
 from pace_cert.cert.checks import (
     checks_learners,
     counterexample,
@@ -45,6 +45,7 @@ from pace_cert.cert.claims import (
 )
 from pace_cert.cert.coverage import coverage, coverage_line
 from pace_cert.cert.pruning_check import check_pruning_bound
+from pace_cert.cert.records import label
 from pace_cert.cert.verify_report import VerifyReport, claim, refuted, set_claim
 from pace_cert.errors import InputError
 from pace_cert.model.onnx_reader import ensemble_from_model, load_onnx

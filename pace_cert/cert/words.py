@@ -1,9 +1,12 @@
-"""Plain-words lines about a certificate's domain and region, shared by compress's
-summary, verify's report and the HTML report."""
+"""Plain-words lines about a certificate (its domain, region, size bounds, single tree
+and deployment size), shared by compress's summary, verify's report and the HTML report;
+the certificate's models are in ``certificate.py``."""
 
 from __future__ import annotations
 
 import math
+
+from pace_cert.cert.certificate import Certificate, Summary
 
 
 def narrowing_lines(dom: dict, names: list[str] | None = None) -> list[str]:
@@ -106,3 +109,120 @@ def asked_coverage_line(asked: float, eta: float, units: str, held: int, rows: i
 def _percent_down(share: float) -> str:
     """``share`` in %, one decimal, rounded down (99.96 % is 99.9, never 100)."""
     return f"{math.floor(share * 1000 + 1e-9) / 10:.1f}"
+
+
+def bound_lines(summary: Summary, depth: int, compressed_depth: int | None = None) -> list[str]:
+    """What a run proved about the size of faithful models of depth <= ``depth`` (the
+    original's), one line per lower bound (today: ``summary.size_lower_bound``); said
+    plainly when nothing useful was proved (no bound, or a bound of 1 tree). The
+    compressed model (of depth ``compressed_depth``, default ``depth``) is called minimal
+    only when it belongs to that family."""
+    b = summary.size_lower_bound
+    if b is None or b <= 1:
+        return [
+            "lower bound: 1 tree (nothing useful proved for models of depth <= "
+            f"{depth} in this region)"
+        ]
+    how = (
+        f" ({len(summary.boundary_witnesses)} boundary witnesses)"
+        if summary.witness_bound is not None and summary.witness_bound >= b
+        else ""
+    )
+    in_family = (depth if compressed_depth is None else compressed_depth) <= depth
+    what = "minimal" if b >= summary.trees_after and in_family else "lower bound"
+    return [
+        f"{what}: no faithful model of fewer than {b} trees of depth <= {depth} in the region{how}"
+    ]
+
+
+def tree_lines(cert: Certificate) -> list[str]:
+    """Mode tree's result in words: the tree's size against the original's, whether its
+    leaf count is proved the fewest, and why no tree within the caps was certified."""
+    t, s = cert.summary.single_tree, cert.summary
+    if t is None:
+        return []
+    caps = ", ".join(
+        f"{flag} {v}" for flag, v in (("--max-depth", t.max_depth), ("--max-leaves", t.max_leaves))
+        if v is not None
+    )  # fmt: skip
+    within = f" within {caps}" if caps else ""
+    out = []
+    if t.leaf_witnesses is not None:
+        k = t.leaf_witnesses.bound
+        out.append(
+            f"every faithful decision tree has at least {k} leaves ({k} region points no "
+            "tree can put two of in one leaf; verify re-checks them)"
+            + (
+                f": one tree cannot beat the {cert.compressed.leaves} leaves of this model"
+                if s.certified and cert.compressed.trees > 1 and k >= cert.compressed.leaves
+                else ""
+            )
+        )
+    if t.fallback == "prune":
+        out.append(
+            "no single tree was certified in the time; "
+            + (
+                f"the compressed model is the best certified pruning: {cert.compressed.trees} "
+                f"of {cert.original.trees} trees (the fallback)"
+                if s.certified
+                else "the pruning fallback certified nothing smaller either"
+            )
+        )
+    if s.certified and cert.compressed.trees == 1:
+        out.append(
+            f"one tree: {cert.compressed.leaves} leaves, depth {cert.compressed.max_depth} "
+            f"(the original: {cert.original.trees} trees, {cert.original.leaves} leaves, "
+            f"depth {cert.original.max_depth})"
+        )
+    b = t.leaves_lower_bound
+    if b is not None and s.certified and b >= cert.compressed.leaves:
+        out.append(f"minimal: no faithful decision tree{within} has fewer leaves in the region")
+    elif b is not None:
+        out.append(f"lower bound: no faithful decision tree{within} has fewer than {b} leaves")
+    if t.none_within_caps:
+        out.append(f"no tree{within}: {t.none_within_caps}")
+    how = "every region cell" if t.complete else "the known region points and separating samples"
+    out.append(f"tree fit on {t.cells} cells of the original's grid ({how}), {t.rounds} rounds")
+    return out
+
+
+def pruning_of(cert: Certificate) -> list[int] | None:
+    """The original trees a pruning keeps, as the learners name them (None: the
+    learners state a new or merged tree, or an original one without naming it)."""
+    lrs = cert.learners
+    if not all(
+        lr.origin == "original" and lr.merged == 1 and len(lr.original_trees) == 1 for lr in lrs
+    ):
+        return None
+    return [lr.original_trees[0] for lr in lrs]
+
+
+def minimal_pruning(cert: Certificate, kept: list[int] | None) -> bool:
+    """Whether "minimal among prunings" may be said: the model is certified, it is a
+    pruning (``kept``: the original trees it keeps) and it keeps exactly as many trees
+    as the pruning bound (fewer contradicts the bound: a refutation, never a claim)."""
+    s, pb = cert.summary, cert.summary.pruning_bound
+    return (
+        pb is not None
+        and s.certified
+        and kept is not None
+        and s.trees_after == len(kept) == pb.value
+    )
+
+
+def pruning_bound_lines(cert: Certificate) -> list[str]:
+    """The pruning lower bound (``summary.pruning_bound``) in one line; none when the
+    run did not compute it. "minimal among prunings" only for a certified pruning (every
+    learner one original tree) of exactly the bound's size."""
+    summary = cert.summary
+    pb = summary.pruning_bound
+    if pb is None:
+        return []
+    minimal = minimal_pruning(cert, pruning_of(cert))
+    what = "minimal among prunings" if minimal else "pruning lower bound"
+    exact = " (the minimum on them)" if pb.meets_points == pb.value else ""
+    return [
+        f"{what}: no faithful pruning keeps fewer than {pb.value} of the "
+        f"{summary.trees_before} original trees ({len(pb.points)} region points, "
+        f"{len(pb.cuts)} cuts{exact}; verify re-checks it)"
+    ]

@@ -257,6 +257,6 @@ def _version() -> str:
 
 
 def _now() -> str:
-    from pace_cert.cert.certificate import now_iso
+    from pace_cert.cert.records import now_iso
 
     return now_iso()
