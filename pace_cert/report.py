@@ -4,7 +4,7 @@ Built from the certificate alone (no model is loaded, no solver runs): the model
 their hashes, the region and where the training rows lie with respect to it, sizes and
 the size lower bound, the per-pair proof table, the separating-sample history as a
 plot, agreement on the data, and, claim by claim, what ``pace-cert verify`` re-checks
-and what it takes as stated (:func:`pace_cert.cert.claims.claim_catalog`). Plots are
+and what it takes as stated (:func:`pace_cert.cert.catalog.claim_catalog`). Plots are
 inline SVG written here; the page has no script and loads nothing from anywhere.
 """
 
@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+from pace_cert.cert.catalog import claim_catalog
 from pace_cert.cert.certificate import Certificate
-from pace_cert.cert.claims import claim_catalog, synthesis_part
+from pace_cert.cert.claims import synthesis_part
 from pace_cert.cert.coverage import missing_lines
 from pace_cert.cert.words import file_size, narrowing_lines, plausibility_words
 from pace_cert.errors import InputError

@@ -23,6 +23,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from pace_cert.budget import Budget
+from pace_cert.cert.catalog import claim_catalog
 from pace_cert.cert.certificate import Certificate
 from pace_cert.cert.checks import (
     checks_learners,
@@ -35,7 +36,6 @@ from pace_cert.cert.checks import (
     witness_problems,
 )
 from pace_cert.cert.claims import (
-    claim_catalog,
     claim_problems,
     comparison_problems,
     deployment_problems,
