@@ -293,11 +293,12 @@ def test_cell_count_does_not_overflow():
     """7 features of ~1,000 allowed cells each: 1.3e21 cells, beyond int64."""
     from types import SimpleNamespace
 
-    from pace_cert.cert.verify import EXHAUSTIVE_LIMIT, _cell_count
+    from pace_cert.cert.verify import EXHAUSTIVE_LIMIT
+    from pace_cert.cert.verify_proof import cell_count
 
     sizes = [1065, 1070, 1028, 991, 1025, 1061, 1045]
     dom = SimpleNamespace(n_features=7, allowed=lambda i: np.ones(sizes[i], bool))
-    n = _cell_count(dom)
+    n = cell_count(dom)
     assert n == 1065 * 1070 * 1028 * 991 * 1025 * 1061 * 1045 > 2**63 > EXHAUSTIVE_LIMIT
 
 
