@@ -11,7 +11,7 @@ from pathlib import Path
 from pace_cert.errors import InputError
 from pace_cert.frontier.record import FrontierRecord, RungRecord
 from pace_cert.frontier.table import legend, proved_bound, recommendation, table_header, table_rows
-from pace_cert.report_plots import PALETTE, esc, svg
+from pace_cert.report.plots import PALETTE, esc, svg
 
 
 def rung_page(out: Path, rung: str) -> Path:
@@ -44,7 +44,7 @@ def write_frontier_report(frontier_path: Path, out: Path) -> list[Path]:
 
 
 def render(rec: FrontierRecord, pages: dict[str, Path]) -> str:
-    from pace_cert.report import CSS, _table
+    from pace_cert.report.html import CSS, table
 
     rows = []
     for r, cells in zip(rec.rungs, table_rows(rec)):
@@ -74,7 +74,7 @@ def render(rec: FrontierRecord, pages: dict[str, Path]) -> str:
         "it, the proved lower bound when it says more than 1 tree (no faithful model of the "
         "original's depth has fewer trees), drawn as a tick.</p>"
         + "<h2>Rungs</h2>"
-        + _table(table_header(rec), rows, raw=True)
+        + table(table_header(rec), rows, raw=True)
         + "<ul class='note'>"
         + "".join(f"<li>{esc(line)}</li>" for line in legend(rec))
         + "</ul>"

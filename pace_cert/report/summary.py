@@ -1,13 +1,13 @@
 """The report's first paragraph, in plain words, for the auditor: what was proved, over
 which inputs, how many of the data rows that covers, how the run ended (its time limit,
-or the signal that stopped it) and how far the compressed model may be from minimal.
-Split from :mod:`pace_cert.report` (one module per section as they grow)."""
+or the signal that stopped it) and how far the compressed model may be from minimal:
+the page's first section (``sections.py`` lists them)."""
 
 from __future__ import annotations
 
 from pace_cert.cert.certificate import Certificate
 from pace_cert.cert.words import minimal_pruning, pruning_of
-from pace_cert.report_plots import esc
+from pace_cert.report.plots import esc
 
 
 def summary_paragraph(cert: Certificate) -> str:

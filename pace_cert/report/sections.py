@@ -1,25 +1,15 @@
-"""``pace-cert report``: one self-contained HTML page an auditor reads.
-
-Built from the certificate alone (no model is loaded, no solver runs): the models and
-their hashes, the region and where the training rows lie with respect to it, sizes and
-the size lower bound, the per-pair proof table, the separating-sample history as a
-plot, agreement on the data, and, claim by claim, what ``pace-cert verify`` re-checks
-and what it takes as stated (:func:`pace_cert.cert.catalog.claim_catalog`). Plots are
-inline SVG written here; the page has no script and loads nothing from anywhere.
-"""
+"""The report's sections, one function each, from the first paragraph to the run
+record; :func:`sections` lists them in page order for ``page.render``."""
 
 from __future__ import annotations
-
-from collections.abc import Iterable, Sequence
-from pathlib import Path
 
 from pace_cert.cert.catalog import claim_catalog
 from pace_cert.cert.certificate import Certificate
 from pace_cert.cert.claims import synthesis_part
 from pace_cert.cert.coverage import missing_lines
 from pace_cert.cert.words import file_size, narrowing_lines, plausibility_words
-from pace_cert.errors import InputError
-from pace_cert.report_plots import (
+from pace_cert.report.html import TABLE_ROWS, code, ints, more, swatch, table
+from pace_cert.report.plots import (
     COVERAGE_COLOURS,
     COVERAGE_NAMES,
     PHASES,
@@ -29,74 +19,13 @@ from pace_cert.report_plots import (
     history_svg,
     line_svg,
 )
-from pace_cert.report_summary import summary_paragraph
-
-#: at most this many rows of the long tables (learners, witnesses) are shown
-TABLE_ROWS = 200
-
-CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#222;
-background:#fafafa}
-main{max-width:1100px;margin:0 auto;padding:24px 32px 64px;background:#fff}
-h1{font-size:24px;margin:0 0 4px}h2{font-size:19px;margin:32px 0 8px;border-bottom:2px solid
-#ddd;padding-bottom:4px}h3{font-size:15px;margin:20px 0 6px}
-table{border-collapse:collapse;margin:8px 0 12px;font-size:13px}
-th,td{border:1px solid #ccc;padding:3px 8px;text-align:left;vertical-align:top}
-th{background:#f0f0f0}td.num{text-align:right;font-variant-numeric:tabular-nums}
-code,.mono{font-family:ui-monospace,Menlo,Consolas,monospace;font-size:12px;word-break:break-all}
-.verdict{padding:12px 16px;border-radius:6px;margin:12px 0;font-size:15px}
-.ok{background:#e6f4ea;border:1px solid #228833}.warn{background:#fff4e0;border:1px solid
-#cc8800}.tag{display:inline-block;padding:0 6px;border-radius:3px;font-size:12px;color:#fff}
-.checked{background:#228833}.stated{background:#777}.note{color:#555;font-size:13px}
-svg{display:block;margin:8px 0}svg text{font:12px system-ui,sans-serif;fill:#222}
-"""
+from pace_cert.report.summary import summary_paragraph
 
 
-def write_report(cert_path: Path, out: Path) -> None:
-    """Read ``cert_path`` and write the report to ``out`` (atomically); InputError for
-    an unreadable or invalid certificate or an output path that cannot be written."""
-    from pace_cert.cert.verify import load_certificate
-    from pace_cert.outputs import write_atomic
-
-    cert = load_certificate(Path(cert_path))
-    page = render(cert, str(cert_path), single_tree(cert, Path(cert_path).parent))
-    out = Path(out)
-    if out.is_dir():
-        raise InputError(out, "is a directory, expected an HTML file name")
-    try:
-        write_atomic(out, page.encode())
-    except OSError as e:
-        raise InputError(out, f"cannot write the report ({e.strerror or e})") from None
-
-
-# ---------------------------------------------------------------------------- page
-
-
-def single_tree(cert: Certificate, folder: Path):
-    """The compressed model's one tree, read from ``compressed.onnx`` beside the
-    certificate when that file is the one certified (same SHA-256) and holds one tree;
-    else None. (ensemble, tree) for :func:`_tree`."""
-    from pace_cert.cert.records import sha256_file
-    from pace_cert.errors import PaceError
-    from pace_cert.model.onnx_reader import read_ensemble
-
-    path = folder / "compressed.onnx"
-    if cert.compressed.trees != 1 or not path.is_file():
-        return None
-    if sha256_file(path) != cert.compressed.sha256:
-        return None
-    try:
-        ens, _ = read_ensemble(path)
-    except PaceError:
-        return None
-    return ens if ens.n_trees == 1 else None
-
-
-def render(cert: Certificate, source: str = "certificate.json", tree=None) -> str:
-    """The report of ``cert`` as one HTML document (``tree``: the compressed model when
-    it is one tree, drawn with its rules; None: not shown)."""
-    s = cert.summary
-    sections = [
+def sections(cert: Certificate, tree=None) -> list[str]:
+    """The page's sections in order, as HTML (``tree``: the compressed model when it is
+    one tree, drawn with its rules; None: not shown)."""
+    return [
         summary_paragraph(cert),
         _verdict(cert),
         _models(cert),
@@ -111,19 +40,6 @@ def render(cert: Certificate, source: str = "certificate.json", tree=None) -> st
         _learners(cert),
         _run_record(cert),
     ]
-    title = f"pace-cert report: {s.status}, {s.trees_before} -> {s.trees_after} trees"
-    return (
-        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
-        "<meta name='viewport' content='width=device-width,initial-scale=1'>"
-        f"<title>{esc(title)}</title><style>{CSS}</style></head><body><main>"
-        f"<h1>{esc(title)}</h1><p class='note'>Certificate <code>{esc(source)}</code>, schema "
-        f"{esc(cert.schema_version)}, written by {esc(cert.tool)} {esc(cert.tool_version)} on "
-        f"{esc(cert.created)}. Everything below is read from the certificate; "
-        "<code>pace-cert verify ORIGINAL COMPRESSED CERTIFICATE</code> re-checks what the "
-        "table <a href='#claims'>What verify re-checks</a> marks <em>checked</em>.</p>"
-        + "".join(sections)
-        + "</main></body></html>\n"
-    )
 
 
 def _verdict(cert: Certificate) -> str:
@@ -171,16 +87,16 @@ def _region_words(cert: Certificate) -> str:
 def _models(cert: Certificate) -> str:
     o, c = cert.original, cert.compressed
     rows = [
-        ("path", _code(o.path), _code(c.path)),
-        ("SHA-256", _code(o.sha256), _code(c.sha256)),
-        ("exporter pattern", _code(o.pattern), _code(c.pattern)),
+        ("path", code(o.path), code(c.path)),
+        ("SHA-256", code(o.sha256), code(c.sha256)),
+        ("exporter pattern", code(o.pattern), code(c.pattern)),
         ("trees", o.trees, c.trees),
         ("max depth", o.max_depth, c.max_depth),
         ("leaves", o.leaves, c.leaves),
         ("classes", esc(", ".join(map(str, o.classes))), esc(", ".join(map(str, c.classes)))),
         ("features", o.features, c.features),
     ]
-    body = _table(("", "original", "compressed"), rows, raw=True)
+    body = table(("", "original", "compressed"), rows, raw=True)
     same = (
         "<p class='note'>The two files are identical (same SHA-256).</p>"
         if o.sha256 == c.sha256
@@ -189,9 +105,9 @@ def _models(cert: Certificate) -> str:
     data = ""
     if cert.data is not None:
         d = cert.data
-        data = "<h3>Training data</h3>" + _table(
+        data = "<h3>Training data</h3>" + table(
             ("path", "SHA-256", "rows", "label column"),
-            [(_code(d.path), _code(d.sha256), d.rows, _code(d.target))],
+            [(code(d.path), code(d.sha256), d.rows, code(d.target))],
             raw=True,
         )
     return "<h2 id='models'>Models and hashes</h2>" + body + same + data
@@ -215,7 +131,7 @@ def _region(cert: Certificate) -> str:
         rows.append(
             (
                 "plausibility artifact",
-                f"{_code(p.path)} SHA-256 {_code(p.sha256)}; {p.n_estimators} isolation trees, "
+                f"{code(p.path)} SHA-256 {code(p.sha256)}; {p.n_estimators} isolation trees, "
                 f"{p.max_samples} rows each, seed {p.seed}",
             )
         )
@@ -229,7 +145,7 @@ def _region(cert: Certificate) -> str:
         ),
         ("E_req (compressed margin)", f"{cert.scaling.compressed_margin:.6g}"),
     ]
-    out = "<h2 id='region'>Region</h2>" + _table(("parameter", "value"), rows, raw=True)
+    out = "<h2 id='region'>Region</h2>" + table(("parameter", "value"), rows, raw=True)
     out += _narrowing_notes(dom, names)
     out += "<h3>Coverage of the training data</h3>"
     if r.coverage is None:
@@ -242,13 +158,13 @@ def _region(cert: Certificate) -> str:
     c = r.coverage
     rows = [
         (
-            _swatch(COVERAGE_COLOURS[k]) + esc(COVERAGE_NAMES[k]),
+            swatch(COVERAGE_COLOURS[k]) + esc(COVERAGE_NAMES[k]),
             f"<td class='num'>{getattr(c, k)}</td>",
             f"<td class='num'>{getattr(c, k) / c.rows:.1%}</td>" if c.rows else "<td></td>",
         )
         for k in COVERAGE_COLOURS
     ]
-    out += _table(("where", "rows", "share"), rows, raw=True, cells=True)
+    out += table(("where", "rows", "share"), rows, raw=True, cells=True)
     if c.tie_band:
         out += (
             f"<p class='note'>{c.tie_band} rows lie in the float32 tie band: the original's "
@@ -270,7 +186,7 @@ def _sizes(cert: Certificate) -> str:
         ("leaves", s.leaves_before, s.leaves_after),
     ]
     out = "<h2 id='sizes'>Sizes and lower bound</h2>" + bars_svg(bars, "trees")
-    out += _table(("", "original", "compressed"), rows)
+    out += table(("", "original", "compressed"), rows)
     out += _deployment(cert)
     if s.time_limit_reached:
         out += (
@@ -315,12 +231,12 @@ def _sizes(cert: Certificate) -> str:
     out += "".join(f"<p>{n}</p>" for n in notes)
     if s.boundary_witnesses:
         shown = s.boundary_witnesses[:TABLE_ROWS]
-        out += "<h3>Boundary witnesses</h3>" + _table(
+        out += "<h3>Boundary witnesses</h3>" + table(
             ("feature", "x[feature]", "next float32 value", "label", "label next"),
             [(w.feature, f"{w.x[w.feature]:.9g}", f"{w.value_next:.9g}", w.label, w.label_next)
              for w in shown],
         )  # fmt: skip
-        out += _more(len(s.boundary_witnesses), len(shown))
+        out += more(len(s.boundary_witnesses), len(shown))
     return out
 
 
@@ -404,7 +320,7 @@ def _deployment(cert: Certificate) -> str:
         )
     return (
         "<h3 id='deployment'>Size in what deployment pays for</h3>"
-        + _table(("", "original", "compressed", "verify"), rows, raw=True)
+        + table(("", "original", "compressed", "verify"), rows, raw=True)
         + "<p class='note'>Comparisons per prediction: the split nodes on each tree's path "
         "to the row's leaf, summed over the trees, as onnxruntime walks them"
         + (
@@ -453,7 +369,7 @@ def _proofs(cert: Certificate) -> str:
     )
     if not cert.summary.certified:
         intro += "<p class='note'>Inconclusive: no proof is kept (every pair UNKNOWN).</p>"
-    return "<h2 id='proofs'>Per-pair proofs</h2>" + intro + _table(head, rows)
+    return "<h2 id='proofs'>Per-pair proofs</h2>" + intro + table(head, rows)
 
 
 def _history(cert: Certificate) -> str:
@@ -474,7 +390,7 @@ def _history(cert: Certificate) -> str:
     rows = [
         (ph, len(its), max(its)) for ph in PHASES if (its := counts.get(ph))
     ]  # fmt: skip
-    out += _table(("loop", "samples", "rounds"), rows)
+    out += table(("loop", "samples", "rounds"), rows)
     if cert.summary.l1_values and len(cert.summary.l1_values) > 1:
         out += "<h3>L1 objective at the end of each L1 loop</h3>" + line_svg(
             cert.summary.l1_values, "L1 loop", "objective"
@@ -489,7 +405,7 @@ def _agreement(cert: Certificate) -> str:
         ("accuracy of the original", s.accuracy_original),
         ("accuracy of the compressed model", s.accuracy_compressed),
     ]
-    body = _table(("on the training data", "share"), [(a, f"{b:.4f}") for a, b in rows])
+    body = table(("on the training data", "share"), [(a, f"{b:.4f}") for a, b in rows])
     note = (
         "<p class='note'>Inside the region agreement is proved, not measured; rows outside "
         "it (low confidence, implausible, tie band) may differ. <code>pace-cert verify "
@@ -518,20 +434,20 @@ def _claims(cert: Certificate) -> str:
     return (
         "<h2 id='claims'>What verify re-checks</h2>"
         + intro
-        + _table(("verify", "claim", "what the certificate states"), rows, raw=True)
+        + table(("verify", "claim", "what the certificate states"), rows, raw=True)
     )
 
 
 def _learners(cert: Certificate) -> str:
     shown = cert.learners[:TABLE_ROWS]
     rows = [
-        (lr.index, lr.origin, f"{lr.weight:.6g}", lr.merged, _ints(lr.original_trees) or "-")
+        (lr.index, lr.origin, f"{lr.weight:.6g}", lr.merged, ints(lr.original_trees) or "-")
         for lr in shown
     ]
     return (
         "<h2 id='learners'>Compressed trees</h2>"
-        + _table(("tree", "origin", "weight", "learners merged", "original trees"), rows)
-        + _more(len(cert.learners), len(shown))
+        + table(("tree", "origin", "weight", "learners merged", "original trees"), rows)
+        + more(len(cert.learners), len(shown))
     )
 
 
@@ -553,7 +469,7 @@ def _run_record(cert: Certificate) -> str:
         ),
         ("scaling", f"{cert.scaling.method} ({cert.scaling.bits} bits)"),
     ]
-    return "<h2 id='run'>Run record (stated)</h2>" + _table(("", ""), rows)
+    return "<h2 id='run'>Run record (stated)</h2>" + table(("", ""), rows)
 
 
 def _technical(cert: Certificate) -> str:
@@ -599,7 +515,7 @@ def _technical(cert: Certificate) -> str:
             "the rounding error.",
         ),
     ]
-    return "<h2 id='technical'>Technical details</h2>" + _table(
+    return "<h2 id='technical'>Technical details</h2>" + table(
         ("quantity", "value", "what it means"), rows
     )
 
@@ -613,7 +529,7 @@ def _named(features: list[int], names: list[str] | None) -> str:
     if not features:
         return "none"
     if not names:
-        return _ints(features)
+        return ints(features)
     return ", ".join(f"{names[i]} ({i})" for i in features)
 
 
@@ -623,48 +539,3 @@ def _narrowing_notes(dom: dict, names: list[str] | None) -> str:
 
 def _missing_notes(cert: Certificate) -> str:
     return "".join(f"<p class='note'>{esc(line)}.</p>" for line in missing_lines(cert))
-
-
-# ---------------------------------------------------------------------------- plots
-
-
-# ---------------------------------------------------------------------------- helpers
-
-
-def _code(v: object) -> str:
-    return f"<code>{esc(v)}</code>"
-
-
-def _ints(v: Iterable[int]) -> str:
-    return ", ".join(str(i) for i in v)
-
-
-def _swatch(colour: str) -> str:
-    return (
-        f"<svg width='12' height='12' style='display:inline;margin:0 6px 0 0'>"
-        f"<rect width='12' height='12' fill='{colour}'/></svg>"
-    )
-
-
-def _more(total: int, shown: int) -> str:
-    if total <= shown:
-        return ""
-    return f"<p class='note'>First {shown} of {total} shown; the certificate lists all.</p>"
-
-
-def _table(
-    head: Sequence[str], rows: Iterable[Sequence[object]], raw: bool = False, cells: bool = False
-) -> str:
-    """An HTML table. ``raw``: cells are HTML already (else escaped; numbers right
-    aligned); ``cells``: the cells after the first are whole ``<td>`` elements."""
-
-    def cell(v: object) -> str:
-        if cells and isinstance(v, str) and v.startswith("<td"):
-            return v
-        if isinstance(v, int | float) and not isinstance(v, bool):
-            return f"<td class='num'>{v}</td>"
-        return f"<td>{v if raw else esc(v)}</td>"
-
-    th = "".join(f"<th>{esc(h)}</th>" for h in head)
-    body = "".join("<tr>" + "".join(cell(v) for v in r) + "</tr>" for r in rows)
-    return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
