@@ -42,7 +42,6 @@ import numpy as np
 
 from benchmarks import harness
 from pace_cert import zoo
-from pace_cert.budget import Budget
 from pace_cert.driver.loop import faithful_loop
 from pace_cert.driver.state import RunState
 from pace_cert.master.rows import MasterSolution
@@ -50,6 +49,7 @@ from pace_cert.oracle.milp import MilpSeparationOracle
 from pace_cert.oracle.objective import ObjectiveSeparationOracle
 from pace_cert.oracle.score_model import ScoreModel
 from pace_cert.oracle.settings import OracleSettings
+from pace_cert.plumbing.budget import Budget
 from pace_cert.settings import CompressConfig
 
 ORACLES = ("constraint", "objective", "milp")

@@ -37,11 +37,11 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks import harness
-from pace_cert.budget import Budget
 from pace_cert.driver.runner import compress
 from pace_cert.driver.state import RunState
 from pace_cert.learners.pool import fold
 from pace_cert.oracle.score_model import ScoreModel
+from pace_cert.plumbing.budget import Budget
 from pace_cert.region.margins import required_margin
 from pace_cert.settings import CompressConfig
 

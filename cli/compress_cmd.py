@@ -20,7 +20,7 @@ from pace_cert.cli.common import (
     run_command,
 )
 from pace_cert.errors import InputError
-from pace_cert.progress import ProgressDisplay
+from pace_cert.plumbing.progress import ProgressDisplay
 
 if TYPE_CHECKING:
     from pace_cert.app import CompressOutcome
@@ -138,7 +138,7 @@ def compress(
     """Compress MODEL and write OUT/compressed.onnx + OUT/certificate.json."""
 
     def body() -> int:
-        from pace_cert.guard import block_signals
+        from pace_cert.plumbing.guard import block_signals
 
         old_mask = block_signals()  # before the imports that start threads (see guard.py)
         try:
@@ -148,10 +148,10 @@ def compress(
 
     def _compress() -> int:
         from pace_cert.app import guard_outcome, run_compress
-        from pace_cert.budget import Budget, process_start
         from pace_cert.driver.result import StopReason
-        from pace_cert.guard import GuardStop, ProcessGuard
-        from pace_cert.outputs import OutputDir
+        from pace_cert.plumbing.budget import Budget, process_start
+        from pace_cert.plumbing.guard import GuardStop, ProcessGuard
+        from pace_cert.plumbing.outputs import OutputDir
         from pace_cert.settings import CompressConfig, SettingError
 
         try:  # every flag checked against the settings table (pace_cert/settings.py)

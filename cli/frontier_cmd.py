@@ -100,7 +100,7 @@ def frontier(
     OUT/frontier.json and the table on stdout sum them up."""
 
     def body() -> int:
-        from pace_cert.guard import block_signals
+        from pace_cert.plumbing.guard import block_signals
 
         old_mask = block_signals()  # before the imports that start threads (see guard.py)
         try:
@@ -109,12 +109,12 @@ def frontier(
             signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
 
     def _frontier() -> int:
-        from pace_cert.budget import Budget, process_start
         from pace_cert.frontier.ladder import LadderError, ladder
         from pace_cert.frontier.run import run_frontier
         from pace_cert.frontier.state import FrontierState, last_words
         from pace_cert.frontier.table import render_text
-        from pace_cert.guard import GuardStop, ProcessGuard
+        from pace_cert.plumbing.budget import Budget, process_start
+        from pace_cert.plumbing.guard import GuardStop, ProcessGuard
 
         if mode not in ("pace", "prune", "tree"):
             raise InputError(None, f"--mode: expected pace, prune or tree, got {mode!r}")

@@ -1,6 +1,6 @@
-"""The progress display of a long run (:mod:`pace_cert.progress`, shared with the
+"""The progress display of a long run (:mod:`pace_cert.plumbing.progress`, shared with the
 library's :func:`pace_cert.compress`)."""
 
-from pace_cert.progress import ProgressDisplay
+from pace_cert.plumbing.progress import ProgressDisplay
 
 __all__ = ["ProgressDisplay"]

@@ -51,7 +51,7 @@ def verify(
     """Re-prove CERTIFICATE independently from the two ONNX files."""
 
     def body() -> int:
-        from pace_cert.guard import block_signals
+        from pace_cert.plumbing.guard import block_signals
 
         old_mask = block_signals()  # before the imports that start threads (see guard.py)
         try:
@@ -60,10 +60,10 @@ def verify(
             signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
 
     def _verify() -> int:
-        from pace_cert.budget import process_start
         from pace_cert.cert.certificate_file import check_json
         from pace_cert.cert.verify import VerifyReport, run_verify
-        from pace_cert.guard import GuardStop, NoFiles, ProcessGuard
+        from pace_cert.plumbing.budget import process_start
+        from pace_cert.plumbing.guard import GuardStop, NoFiles, ProcessGuard
 
         start = process_start()
         hard = None if time_limit is None else start + HARD_LIMIT_FACTOR * time_limit + 2.0

@@ -21,10 +21,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pace_cert.budget import Budget
 from pace_cert.certified import CERTIFICATE, COMPRESSED, ORIGINAL, CertifiedModel
 from pace_cert.errors import InputError
-from pace_cert.outputs import Committed, OutputDir
+from pace_cert.plumbing.budget import Budget
+from pace_cert.plumbing.outputs import Committed, OutputDir
 from pace_cert.staging import (
     ModelInput,
     Table,
@@ -222,7 +222,7 @@ def _compress(
 ) -> CertifiedModel:
     from pace_cert.app import AsGiven, guard_outcome, run_compress
     from pace_cert.driver.result import STEP_BEFORE_PLAN, StopReason
-    from pace_cert.progress import progress_for
+    from pace_cert.plumbing.progress import progress_for
 
     as_given = AsGiven(
         model=ORIGINAL if given.in_memory else None,
@@ -449,7 +449,7 @@ class FrontierResult:
         """Write frontier.json, one directory per rung (each checked by ``pace-cert
         verify`` alone) and, when the model came in memory, original.onnx."""
         from pace_cert.app import prepare_out_dir
-        from pace_cert.outputs import write_atomic
+        from pace_cert.plumbing.outputs import write_atomic
 
         d = Path(path)
         prepare_out_dir(d)
@@ -500,7 +500,7 @@ def frontier(
     from pace_cert.frontier.ladder import LadderError, ladder
     from pace_cert.frontier.record import FrontierRecord
     from pace_cert.frontier.run import run_frontier
-    from pace_cert.progress import progress_for
+    from pace_cert.plumbing.progress import progress_for
 
     t0 = time.perf_counter()
     if mode not in ("pace", "prune", "tree"):

@@ -2,7 +2,7 @@
 
 Inputs are validated before any long computation, and bad input (an empty region
 included) writes nothing; from the first commit on, the output directory always holds a
-complete set of files (:mod:`pace_cert.outputs`).
+complete set of files (:mod:`pace_cert.plumbing.outputs`).
 """
 
 from __future__ import annotations
@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pace_cert.budget import Budget
 from pace_cert.data import read_csv
 from pace_cert.errors import EmptyRegion, InputError
 from pace_cert.model.onnx_reader import load_onnx, read_ensemble
 from pace_cert.model.onnx_writer import ensemble_to_onnx
 from pace_cert.model.runtime import loadable_session
-from pace_cert.outputs import Committed, OutputDir
+from pace_cert.plumbing.budget import Budget
+from pace_cert.plumbing.outputs import Committed, OutputDir
 from pace_cert.region.margins import region_margin
 from pace_cert.region.masks import margin_mask
 from pace_cert.settings import CompressConfig, SettingError, check_for_model

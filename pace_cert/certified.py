@@ -319,7 +319,7 @@ class CertifiedModel:
         DIR/compressed.onnx DIR/certificate.json`` checks it. One atomic set, the
         certificate last. Returns ``path``."""
         from pace_cert.app import prepare_out_dir
-        from pace_cert.outputs import Committed, OutputDir
+        from pace_cert.plumbing.outputs import Committed, OutputDir
 
         d = Path(path)
         prepare_out_dir(d)
@@ -335,7 +335,7 @@ class CertifiedModel:
 
     def report(self, path: str | Path) -> Path:
         """Write the HTML report of the certificate (``pace-cert report``) to ``path``."""
-        from pace_cert.outputs import write_atomic
+        from pace_cert.plumbing.outputs import write_atomic
         from pace_cert.report import render
 
         out = Path(path)

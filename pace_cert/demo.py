@@ -13,7 +13,7 @@ from pace_cert.cert.coverage import coverage_line
 from pace_cert.cert.verify import run_verify
 from pace_cert.cert.words import bound_lines
 from pace_cert.model.runtime import labels, session
-from pace_cert.outputs import write_atomic
+from pace_cert.plumbing.outputs import write_atomic
 from pace_cert.report import write_report
 from pace_cert.settings import CompressConfig
 

@@ -23,7 +23,7 @@ import pytest
 def _each_invocation_is_its_own_process():
     """An in-process ``CliRunner`` call counts its ``--time-limit`` from the call.
 
-    The CLI counts the limit from process start (``pace_cert.budget.process_start``), as
+    The CLI counts the limit from process start (``pace_cert.plumbing.budget.process_start``), as
     a user's ``pace-cert`` process should. Inside an xdist worker that has run for
     minutes, that start lies before the test: a ``--time-limit 120`` test late in the
     suite (or on a loaded machine) would find its time spent before it began (CI: two
@@ -32,7 +32,7 @@ def _each_invocation_is_its_own_process():
     itself is pinned by the subprocess tests in ``test_process_guard.py``."""
     import time
 
-    from pace_cert import budget
+    from pace_cert.plumbing import budget
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(budget, "process_start", time.perf_counter)

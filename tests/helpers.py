@@ -169,8 +169,8 @@ def stump(f: int, th: float) -> Tree:
 def run_state(original, X, cfg, progress=None):
     """The driver's run state for ``original`` on rows ``X`` (region, oracle, samples),
     with ``cfg.time_limit`` from now as its budget: for tests that drive one step."""
-    from pace_cert.budget import Budget
     from pace_cert.driver.state import RunState
+    from pace_cert.plumbing.budget import Budget
 
     return RunState.create(
         original, X, cfg, Budget.seconds(cfg.time_limit), progress or (lambda _m: None)

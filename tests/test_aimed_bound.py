@@ -12,10 +12,10 @@ import json
 import numpy as np
 import pytest
 
-from pace_cert.budget import Budget
 from pace_cert.cert.pruning_check import leaf_table
 from pace_cert.driver.phases.pruning_bound import AIM_PHASE, prove_bound
 from pace_cert.master.pruning_bound import prove_pruning_bound
+from pace_cert.plumbing.budget import Budget
 from pace_cert.region.masks import region_mask
 
 from .helpers import assert_faithful_on_every_cell, region_grid

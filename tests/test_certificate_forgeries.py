@@ -16,7 +16,6 @@ import json
 import numpy as np
 import pytest
 
-from pace_cert.budget import Budget
 from pace_cert.cert.certificate import Certificate
 from pace_cert.cert.pruning_check import (
     cut_problem,
@@ -25,6 +24,7 @@ from pace_cert.cert.pruning_check import (
 )
 from pace_cert.cert.words import minimal_pruning, pruning_bound_lines, pruning_of
 from pace_cert.master.pruning_bound import strictly_met
+from pace_cert.plumbing.budget import Budget
 
 from .test_end_to_end import copy_run, edit_cert, invoke, no_internal_error
 

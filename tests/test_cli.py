@@ -501,7 +501,7 @@ def test_an_in_process_run_counts_its_limit_from_the_call():
     test_process_guard.py."""
     import time
 
-    from pace_cert import budget
+    from pace_cert.plumbing import budget
 
     t0 = time.perf_counter()
     assert budget.process_start() >= t0

@@ -204,7 +204,7 @@ def test_the_guard_rewrite_states_no_latency(tiny, tmp_path):
     rewritten, and its latency stays null."""
     from pace_cert.app import guard_outcome
     from pace_cert.driver.result import StopReason
-    from pace_cert.outputs import Committed, OutputDir
+    from pace_cert.plumbing.outputs import Committed, OutputDir
 
     _, _, certs = tiny
     output = OutputDir(tmp_path)
@@ -219,7 +219,7 @@ def test_the_guard_rewrite_states_no_latency(tiny, tmp_path):
 def test_no_time_left_no_latency(zoo_model, tmp_path, monkeypatch):
     """The run's budget decides: with no time left the latency is null, said why."""
     from pace_cert import app
-    from pace_cert.budget import Budget
+    from pace_cert.plumbing.budget import Budget
 
     assert app.final_latency(Budget.seconds(-1.0)) == 0.0
     assert app.final_latency(Budget.unlimited()) == deploy_size.LATENCY_SECONDS

@@ -9,11 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pace_cert.budget import Budget
 from pace_cert.driver.phases import l0 as l0_phase
 from pace_cert.driver.phases.descent import Descent, robust_support
 from pace_cert.driver.result import PhaseResult
 from pace_cert.master.max_margin import margin_on_support
+from pace_cert.plumbing.budget import Budget
 from pace_cert.settings import CompressConfig
 
 from .test_shrink import _certified_start, check_fallback_offers

@@ -162,7 +162,7 @@ def _cert(trees_after: int, certified: bool, bound: int | None):
 
 
 def test_progress_on_a_terminal_shows_best_size_bound_and_time_left():
-    from pace_cert.budget import Budget
+    from pace_cert.plumbing.budget import Budget
 
     term = FakeTerminal()
     p = ProgressDisplay(False, start=0.0, budget=Budget.seconds(100.0), stream=term)

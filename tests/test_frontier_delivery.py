@@ -199,8 +199,8 @@ def test_a_stuck_rung_is_stopped_at_its_hard_stop_and_the_next_rung_runs(zoo_mod
 def test_unused_time_goes_back_to_the_rungs_cut(zoo_model, tmp_path, monkeypatch):
     """Item 5: time the ladder leaves goes back to the rungs that were cut, each
     resuming from its own best certified model; only a smaller model replaces it."""
-    from pace_cert.budget import Budget
     from pace_cert.frontier import run, schedule
+    from pace_cert.plumbing.budget import Budget
 
     model, data = zoo_model("seeds", "rf", 6, 2)
     jobs = run.rung_jobs(RUNGS[:2], [None, None], model, data, None, tmp_path, "target", None, None)
@@ -229,7 +229,7 @@ def test_unused_time_goes_back_to_the_rungs_cut(zoo_model, tmp_path, monkeypatch
 
 def test_a_second_pass_only_commits_a_smaller_certified_model(tmp_path):
     from pace_cert.frontier.isolate import KeepBest
-    from pace_cert.outputs import Committed
+    from pace_cert.plumbing.outputs import Committed
 
     def files(trees: int, certified: bool = True) -> dict[str, bytes]:
         summary = {"certified": certified, "trees_after": trees, "leaves_after": 10 * trees}
@@ -252,8 +252,8 @@ def test_a_rungs_measurement_and_grace_count_against_its_share(zoo_model, monkey
     reserve; its hard stop is S plus a small grace, never far past the frontier's end."""
     import time
 
-    from pace_cert.budget import Budget
     from pace_cert.frontier import rung, schedule
+    from pace_cert.plumbing.budget import Budget
 
     model, data = zoo_model("seeds", "rf", 6, 2)
     seen = {}
@@ -285,8 +285,8 @@ def test_the_second_pass_takes_the_largest_cut_regions_the_time_allows(
     zoo_model, tmp_path, monkeypatch
 ):
     """Item 5: 7 s left and two rungs cut: the outer one runs again, not neither."""
-    from pace_cert.budget import Budget
     from pace_cert.frontier import run, schedule
+    from pace_cert.plumbing.budget import Budget
 
     model, data = zoo_model("seeds", "rf", 6, 2)
     jobs = run.rung_jobs(RUNGS[:2], [None, None], model, data, None, tmp_path, "target", None, None)

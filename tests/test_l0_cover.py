@@ -7,12 +7,12 @@ import itertools
 import numpy as np
 import pytest
 
-from pace_cert.budget import Budget
 from pace_cert.master.l0_bigm import solve_l0
 from pace_cert.master.l0_cover import L0Cover
 from pace_cert.master.l1 import solve_l1, solve_on_support
 from pace_cert.master.max_margin import max_margin_on_support
 from pace_cert.master.rows import margin_rows
+from pace_cert.plumbing.budget import Budget
 
 from .test_master_pricing import _setup
 

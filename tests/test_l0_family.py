@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from pace_cert.budget import Budget
 from pace_cert.driver.l0_master import L0Master
 from pace_cert.driver.phases.l0 import l0_loops
 from pace_cert.master.rows import meets_rows
+from pace_cert.plumbing.budget import Budget
 
 from .helpers import assert_faithful_on_every_cell
 from .test_shrink import _certified_start

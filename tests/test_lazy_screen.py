@@ -9,7 +9,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pace_cert.budget import Budget
 from pace_cert.driver.l0_master import L0Master
 from pace_cert.driver.lazy_screen import LazyScreen
 from pace_cert.driver.phases.l0 import l0_loops
@@ -17,6 +16,7 @@ from pace_cert.master.l0_bigm import gurobi_available, solve_l0_gurobi
 from pace_cert.master.l0_cover import L0Cover
 from pace_cert.master.max_margin import max_margin_on_support
 from pace_cert.master.rows import MasterSolution, meets_rows, minimal_rows
+from pace_cert.plumbing.budget import Budget
 
 from .helpers import assert_faithful_on_every_cell
 from .test_shrink import _certified_start

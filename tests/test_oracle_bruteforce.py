@@ -17,7 +17,6 @@ import numpy as np
 import pytest
 
 from pace_cert import zoo
-from pace_cert.budget import Budget
 from pace_cert.model.onnx_reader import OnnxModelInfo, ensemble_from_model
 from pace_cert.model.onnx_writer import ensemble_to_onnx
 from pace_cert.model.runtime import labels, session
@@ -25,6 +24,7 @@ from pace_cert.oracle.cpsat import SeparationOracle
 from pace_cert.oracle.score_model import PairResult, ScoreModel
 from pace_cert.oracle.screen import Screen
 from pace_cert.oracle.settings import OracleSettings
+from pace_cert.plumbing.budget import Budget
 from pace_cert.region.domain import infer_binary
 from pace_cert.region.margins import required_margin
 from pace_cert.region.masks import region_mask

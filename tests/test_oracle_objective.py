@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 from pace_cert import zoo
-from pace_cert.budget import Budget
 from pace_cert.model.ensemble import Ensemble
 from pace_cert.model.onnx_reader import ensemble_from_model
 from pace_cert.oracle.cpsat import SeparationOracle
 from pace_cert.oracle.objective import ObjectiveSeparationOracle
 from pace_cert.oracle.score_model import PairResult, RegionSpec, ScoreModel
+from pace_cert.plumbing.budget import Budget
 from pace_cert.region.domain import build_domain, infer_binary
 from pace_cert.region.margins import region_margin, required_margin
 from pace_cert.region.masks import region_mask

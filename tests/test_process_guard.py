@@ -195,8 +195,8 @@ GUARDED = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from pace_cert.guard import ProcessGuard, block_signals
-    from pace_cert.outputs import Committed, OutputDir
+    from pace_cert.plumbing.guard import ProcessGuard, block_signals
+    from pace_cert.plumbing.outputs import Committed, OutputDir
 
     block_signals()
     out = OutputDir(Path(sys.argv[1]))

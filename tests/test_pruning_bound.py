@@ -17,7 +17,6 @@ from scipy.optimize import linprog
 from sklearn.datasets import load_breast_cancer, load_wine
 from sklearn.ensemble import RandomForestClassifier
 
-from pace_cert.budget import Budget
 from pace_cert.cert.pruning_check import (
     cut_problem,
     hitting_bound,
@@ -26,6 +25,7 @@ from pace_cert.cert.pruning_check import (
 )
 from pace_cert.master.pruning_bound import circulation_combos, prove_pruning_bound
 from pace_cert.model.onnx_reader import read_ensemble
+from pace_cert.plumbing.budget import Budget
 
 from .test_end_to_end import copy_run, edit_cert, invoke, no_internal_error
 

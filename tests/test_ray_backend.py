@@ -18,13 +18,13 @@ from ortools.sat.python import cp_model
 from typer.testing import CliRunner
 
 from pace_cert import zoo
-from pace_cert.budget import Budget
 from pace_cert.cli.main import app
 from pace_cert.model.onnx_reader import ensemble_from_model
 from pace_cert.oracle import ray_backend
 from pace_cert.oracle.cpsat import SeparationOracle
 from pace_cert.oracle.score_model import ScoreModel
 from pace_cert.oracle.settings import OracleSettings
+from pace_cert.plumbing.budget import Budget
 from pace_cert.region.margins import required_margin
 
 from .helpers import candidates, oracle_region, small_problem

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from pace_cert import zoo
-from pace_cert.budget import Budget
 from pace_cert.driver.loop import faithful_loop
 from pace_cert.driver.phases.eliminate import offsets_without
 from pace_cert.driver.phases.shrink import Shrink, removal_margins
@@ -17,6 +16,7 @@ from pace_cert.driver.result import Offer
 from pace_cert.master.rows import MasterSolution
 from pace_cert.model.onnx_reader import read_ensemble
 from pace_cert.oracle.settings import OracleSettings
+from pace_cert.plumbing.budget import Budget
 from pace_cert.settings import CompressConfig
 
 from .helpers import assert_faithful_on_every_cell, run_state, small_problem

@@ -21,7 +21,7 @@ import pytest
 from ortools.sat.python import cp_model
 
 from pace_cert.app import run_compress
-from pace_cert.budget import MIN_SOLVER_SECONDS, Budget
+from pace_cert.plumbing.budget import MIN_SOLVER_SECONDS, Budget
 from pace_cert.settings import CompressConfig
 
 from .behaviour import Run, _model_and_data

@@ -13,7 +13,6 @@ import pytest
 from typer.testing import CliRunner
 
 from pace_cert import zoo
-from pace_cert.budget import Budget
 from pace_cert.cert.certificate import Certificate
 from pace_cert.cert.words import bound_lines
 from pace_cert.cli.compress_cmd import compress_summary
@@ -21,6 +20,7 @@ from pace_cert.cli.main import app
 from pace_cert.driver.result import StopReason
 from pace_cert.driver.runner import compress
 from pace_cert.model.onnx_reader import ensemble_from_model
+from pace_cert.plumbing.budget import Budget
 from pace_cert.settings import CompressConfig
 
 from .helpers import small_problem

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pace_cert.budget import Budget
 from pace_cert.cert.catalog import claim_catalog
 from pace_cert.cert.certificate import Certificate
 from pace_cert.cert.checks import (
@@ -34,6 +33,7 @@ from pace_cert.oracle.cpsat import SeparationOracle
 from pace_cert.oracle.score_model import RegionSpec, ScoreModel
 from pace_cert.oracle.screen import Screen
 from pace_cert.oracle.settings import OracleSettings
+from pace_cert.plumbing.budget import Budget
 from pace_cert.region.margins import required_margin
 from pace_cert.region.masks import region_mask
 

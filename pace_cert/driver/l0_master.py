@@ -18,7 +18,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from pace_cert.budget import Budget
 from pace_cert.driver.lazy_screen import LazyScreen
 from pace_cert.driver.state import RunState
 from pace_cert.master.highs import OutOfTime
@@ -35,6 +34,7 @@ from pace_cert.master.l1 import complete_support, solve_on_support
 from pace_cert.master.max_margin import margin_on_support, max_margin_on_support
 from pace_cert.master.rows import MasterSolution, meets_rows, minimal_rows
 from pace_cert.model.ensemble import Tree
+from pace_cert.plumbing.budget import Budget
 
 
 class L0Master:

@@ -30,7 +30,6 @@ from collections.abc import Callable
 
 import numpy as np
 
-from pace_cert.budget import Budget
 from pace_cert.driver.result import HistoryEntry
 from pace_cert.driver.state import RunState
 from pace_cert.learners.pool import leaf_values
@@ -39,6 +38,7 @@ from pace_cert.master.max_margin import max_margin_on_support
 from pace_cert.master.rows import MasterSolution, margin_rows
 from pace_cert.model.ensemble import Tree
 from pace_cert.oracle.score_model import ScoreModel
+from pace_cert.plumbing.budget import Budget
 from pace_cert.region.margins import required_margin
 
 #: an incumbent meeting a row within this is taken to meet it (the MILP's own tolerance

@@ -16,13 +16,13 @@ from collections.abc import Callable
 
 import numpy as np
 
-from pace_cert.budget import Budget
 from pace_cert.driver.result import HistoryEntry, PhaseResult
 from pace_cert.driver.state import RunState
 from pace_cert.master.highs import OutOfTime
 from pace_cert.master.rows import MasterSolution
 from pace_cert.model.ensemble import Ensemble, Tree
 from pace_cert.oracle.score_model import PairResult, ScoreModel
+from pace_cert.plumbing.budget import Budget
 from pace_cert.region.margins import own_margin, required_margin
 
 Solve = Callable[[np.ndarray], "MasterSolution | None"]

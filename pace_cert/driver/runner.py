@@ -14,13 +14,13 @@ from dataclasses import replace
 
 import numpy as np
 
-from pace_cert.budget import Budget
 from pace_cert.driver.phases.pruning_bound import prove_bound
 from pace_cert.driver.phases.witness_bound import update_witness_bound
 from pace_cert.driver.plans import PLANS, Plan
 from pace_cert.driver.result import STEP_PRUNING_BOUND, CompressResult, StartModel, StopReason
 from pace_cert.driver.state import Progress, RunState
 from pace_cert.model.ensemble import Ensemble
+from pace_cert.plumbing.budget import Budget
 from pace_cert.region.margins import required_margin
 from pace_cert.settings import CompressConfig
 

@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 
-from pace_cert.budget import Budget
 from pace_cert.driver.result import (
     HistoryEntry,
     Offer,
@@ -41,6 +40,7 @@ from pace_cert.model.ensemble import Ensemble, Tree
 from pace_cert.oracle.cpsat import SeparationOracle
 from pace_cert.oracle.score_model import RegionSpec, ScoreModel
 from pace_cert.oracle.screen import Screen
+from pace_cert.plumbing.budget import Budget
 from pace_cert.region.domain import FeatureDomain, build_domain, infer_binary, infer_integer
 from pace_cert.region.margins import own_margin, region_margin, required_margin
 from pace_cert.region.masks import margin_mask, plausibility_mask

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Protocol
 
-from pace_cert.budget import Budget
 from pace_cert.driver.result import Offer
 from pace_cert.driver.state import RunState
+from pace_cert.plumbing.budget import Budget
 
 
 class Step(Protocol):

@@ -3,7 +3,7 @@
 A step that does not stop on its budget (an uninterruptible solver call, a long numpy
 step) must not eat the later rungs' time. Each rung of a local frontier runs in a
 forked child process (:func:`run_in_child`): the child holds its own process guard
-(``pace_cert/guard.py``), which ends it at the rung's hard stop after taking its output
+(``pace_cert/plumbing/guard.py``), which ends it at the rung's hard stop after taking its output
 directory's commit lock, so the rung's directory always holds its last complete file
 set; the parent stops waiting at the same moment (SIGTERM, then SIGKILL after a grace)
 and lists the rung as cut with the best certified model it committed. The child's
@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pace_cert.outputs import Committed, OutputDir
+from pace_cert.plumbing.outputs import Committed, OutputDir
 
 #: seconds between SIGTERM and SIGKILL of a child that overran its hard stop
 KILL_GRACE = 3.0
@@ -147,7 +147,7 @@ def _child(work, job, hard_stop, send, output_factory) -> None:
 
     from pace_cert.app import guard_outcome
     from pace_cert.driver.result import StopReason
-    from pace_cert.guard import GuardStop, ProcessGuard
+    from pace_cert.plumbing.guard import GuardStop, ProcessGuard
 
     output = output_factory()
     sending = threading.Lock()  # the guard's thread and this one share the pipe

@@ -23,7 +23,7 @@ def write_frontier_report(frontier_path: Path, out: Path) -> list[Path]:
     """Read ``frontier_path``, write the frontier page to ``out`` and each rung's report
     beside it; returns the pages written (the frontier page first)."""
     from pace_cert.frontier.record import load_frontier
-    from pace_cert.outputs import write_atomic
+    from pace_cert.plumbing.outputs import write_atomic
     from pace_cert.report import write_report
 
     frontier_path, out = Path(frontier_path), Path(out)

@@ -22,7 +22,6 @@ from pathlib import Path
 import numpy as np
 
 from pace_cert.app import AsGiven, prepare_out_dir
-from pace_cert.budget import Budget
 from pace_cert.data import Dataset, read_csv
 from pace_cert.errors import InputError, exit_code_of
 from pace_cert.frontier.isolate import isolation_available
@@ -34,6 +33,7 @@ from pace_cert.frontier.state import FRONTIER_FILE, FrontierState
 from pace_cert.model.ensemble import Ensemble
 from pace_cert.model.onnx_reader import read_ensemble
 from pace_cert.model.runtime import loadable_session
+from pace_cert.plumbing.budget import Budget
 from pace_cert.settings import CompressConfig, SettingError, check_for_model
 
 Progress = Callable[[str], None]

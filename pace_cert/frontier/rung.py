@@ -13,7 +13,6 @@ from pathlib import Path
 import numpy as np
 
 from pace_cert.app import AsGiven, run_compress
-from pace_cert.budget import Budget
 from pace_cert.data import read_csv
 from pace_cert.driver.result import StartModel
 from pace_cert.errors import EmptyRegion
@@ -23,7 +22,8 @@ from pace_cert.frontier.state import cut_record
 from pace_cert.model.ensemble import Ensemble
 from pace_cert.model.onnx_reader import read_ensemble
 from pace_cert.model.runtime import labels, session
-from pace_cert.outputs import OutputDir
+from pace_cert.plumbing.budget import Budget
+from pace_cert.plumbing.outputs import OutputDir
 from pace_cert.settings import CompressConfig
 
 Progress = Callable[[str], None]

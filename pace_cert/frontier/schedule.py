@@ -10,14 +10,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from pace_cert.budget import Budget
 from pace_cert.frontier.isolate import KeepBest, run_in_child
 from pace_cert.frontier.ladder import Rung, enclosing
 from pace_cert.frontier.record import FrontierRecord, RungRecord
 from pace_cert.frontier.rung import RungJob, RungOutcome, measured, run_rung
 from pace_cert.frontier.state import FrontierState, not_started_record
 from pace_cert.model.onnx_reader import read_ensemble
-from pace_cert.outputs import OutputDir
+from pace_cert.plumbing.budget import Budget
+from pace_cert.plumbing.outputs import OutputDir
 
 Progress = Callable[[str], None]
 

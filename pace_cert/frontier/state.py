@@ -6,7 +6,7 @@ output directory) and the rungs not started. ``frontier.json`` is rewritten from
 atomically before the first rung, at every commit of a rung and after every rung, so
 the file on disk always lists every rung of the ladder with its current status.
 
-The process guard (``pace_cert/guard.py``) sees the state as its ``output``: one lock
+The process guard (``pace_cert/plumbing/guard.py``) sees the state as its ``output``: one lock
 (:attr:`FrontierState.lock`, shared by the running rung's :class:`OutputDir`: a rung's
 file set and ``frontier.json`` are never half-written when the guard ends the process)
 and the exit code so far (:attr:`FrontierState.committed`). When the guard ends the
@@ -29,7 +29,7 @@ from typing import Any
 from pace_cert.frontier.ladder import Rung
 from pace_cert.frontier.record import FrontierRecord, RungRecord, rung_bounds
 from pace_cert.frontier.table import render_text
-from pace_cert.outputs import Committed, write_atomic
+from pace_cert.plumbing.outputs import Committed, write_atomic
 
 FRONTIER_FILE = "frontier.json"
 

@@ -19,12 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pace_cert.budget import Budget
 from pace_cert.learners import pricing
 from pace_cert.learners.pool import leaf_values
 from pace_cert.master.max_margin import solve_max_margin
 from pace_cert.master.rows import margin_rows
 from pace_cert.model.ensemble import Tree
+from pace_cert.plumbing.budget import Budget
 from pace_cert.region.domain import FeatureDomain
 
 TOL = 1e-9

@@ -9,9 +9,9 @@ import os
 import highspy
 import numpy as np
 
-from pace_cert.budget import Budget
-from pace_cert.guard import STDOUT_LOCK
-from pace_cert.memory import give_back
+from pace_cert.plumbing.budget import Budget
+from pace_cert.plumbing.guard import STDOUT_LOCK
+from pace_cert.plumbing.memory import give_back
 
 INF = highspy.kHighsInf
 

@@ -17,9 +17,9 @@ from collections.abc import Callable
 import highspy
 import numpy as np
 
-from pace_cert.budget import Budget
 from pace_cert.master.highs import INF, load_highs, new_highs, run_highs
 from pace_cert.master.rows import MasterSolution
+from pace_cert.plumbing.budget import Budget
 
 
 class NoIncumbent(RuntimeError):

@@ -52,10 +52,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from ortools.sat.python import cp_model
 
-from pace_cert.budget import Budget
 from pace_cert.master.highs import INF, OutOfTime, load_highs, new_highs, solve_optimal
 from pace_cert.master.l1 import solve_on_support
 from pace_cert.master.rows import MasterSolution, normalise_columns
+from pace_cert.plumbing.budget import Budget
 
 FEASIBLE_RHO = 1e-9  # normalised margin above which a support counts as feasible
 PROGRESS_SECONDS = 15.0  # a long solve reports its bounds this often (``progress``)

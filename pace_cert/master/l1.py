@@ -11,9 +11,9 @@ import hashlib
 import highspy
 import numpy as np
 
-from pace_cert.budget import Budget
 from pace_cert.master.highs import INF, OutOfTime, load_highs, new_highs, run_highs
 from pace_cert.master.rows import MasterSolution, meets_rows
+from pace_cert.plumbing.budget import Budget
 
 
 def solve_l1(

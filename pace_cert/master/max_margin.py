@@ -8,9 +8,9 @@ from dataclasses import dataclass
 import highspy
 import numpy as np
 
-from pace_cert.budget import Budget
 from pace_cert.master.highs import INF, OutOfTime, load_highs, new_highs, run_highs, solve_optimal
 from pace_cert.master.rows import MasterSolution, normalise_columns
+from pace_cert.plumbing.budget import Budget
 
 
 @dataclass(frozen=True)

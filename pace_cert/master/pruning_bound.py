@@ -43,10 +43,10 @@ import highspy
 import numpy as np
 from ortools.sat.python import cp_model
 
-from pace_cert.budget import Budget
 from pace_cert.cert.pruning_check import hitting_bound, meets_rows_exactly, positive_trees
 from pace_cert.master.exact_farkas import exact_tie_combos
 from pace_cert.master.highs import INF, OutOfTime, load_highs, new_highs, run_highs
+from pace_cert.plumbing.budget import Budget
 
 #: edges of a circulation below this share of the largest are dropped (LP noise)
 FLOW_TOL = 1e-11

@@ -30,8 +30,6 @@ from fractions import Fraction
 import numpy as np
 from ortools.sat.python import cp_model
 
-from pace_cert.budget import Budget
-from pace_cert.memory import give_back
 from pace_cert.model.ensemble import LEAF, Tree
 from pace_cert.oracle.schedule import (
     LevelOrder,
@@ -44,6 +42,8 @@ from pace_cert.oracle.schedule import (
 from pace_cert.oracle.score_model import PairResult, RegionSpec, ScoreModel
 from pace_cert.oracle.screen import Screen
 from pace_cert.oracle.settings import BACKENDS, OracleSettings
+from pace_cert.plumbing.budget import Budget
+from pace_cert.plumbing.memory import give_back
 from pace_cert.region.domain import FeatureDomain
 from pace_cert.region.scaling import ScaledCondition, scale_condition
 

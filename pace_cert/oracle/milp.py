@@ -48,12 +48,12 @@ from fractions import Fraction
 import highspy
 import numpy as np
 
-from pace_cert.budget import Budget
 from pace_cert.master.highs import INF, new_highs, run_highs
 from pace_cert.oracle.cpsat import SeparationOracle, reachable_paths
 from pace_cert.oracle.score_model import PairResult, RegionSpec, ScoreModel
 from pace_cert.oracle.screen import Screen
 from pace_cert.oracle.settings import OracleSettings
+from pace_cert.plumbing.budget import Budget
 from pace_cert.region.domain import FeatureDomain
 
 REL_TOL = 1e-9  # region relaxation and objective tolerance, relative to the row's scale

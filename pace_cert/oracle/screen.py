@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pace_cert.budget import Budget
 from pace_cert.oracle.score_model import PairResult, RegionSpec, ScoreModel, gap
+from pace_cert.plumbing.budget import Budget
 from pace_cert.region.domain import FeatureDomain
 
 

@@ -23,7 +23,7 @@ def write_report(cert_path: Path, out: Path) -> None:
     """Read ``cert_path`` and write the report to ``out`` (atomically); InputError for
     an unreadable or invalid certificate or an output path that cannot be written."""
     from pace_cert.cert.verify import load_certificate
-    from pace_cert.outputs import write_atomic
+    from pace_cert.plumbing.outputs import write_atomic
 
     cert = load_certificate(Path(cert_path))
     page = render(cert, str(cert_path), single_tree(cert, Path(cert_path).parent))

@@ -14,13 +14,13 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from pace_cert.budget import Budget
 from pace_cert.driver.loop import faithful_loop
 from pace_cert.driver.result import Offer, PhaseResult
 from pace_cert.driver.state import RunState
 from pace_cert.driver.step import BaseStep
 from pace_cert.learners.boost import boost
 from pace_cert.master.rows import MasterSolution
+from pace_cert.plumbing.budget import Budget
 
 
 def boost_support(state: RunState, max_size: int, budget: Budget) -> PhaseResult:

@@ -16,13 +16,13 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from pace_cert.budget import Budget
 from pace_cert.driver.phases.refit import refit_loop
 from pace_cert.driver.result import Offer
 from pace_cert.driver.state import RunState
 from pace_cert.driver.step import BaseStep
 from pace_cert.learners.refit import partition_key
 from pace_cert.model.ensemble import LEAF, Tree
+from pace_cert.plumbing.budget import Budget
 
 
 def collapse(tree: Tree, node: int) -> Tree | None:

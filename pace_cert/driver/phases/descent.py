@@ -23,7 +23,6 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from pace_cert.budget import Budget
 from pace_cert.driver.loop import faithful_loop
 from pace_cert.driver.phases.shrink import best_is_pool_weighting, removal_margins
 from pace_cert.driver.result import PhaseResult
@@ -31,6 +30,7 @@ from pace_cert.driver.state import RunState
 from pace_cert.master.max_margin import margin_on_support
 from pace_cert.master.rows import MasterSolution
 from pace_cert.model.ensemble import Tree
+from pace_cert.plumbing.budget import Budget
 
 
 def robust_support(

@@ -21,7 +21,6 @@ from collections.abc import Iterator, Set
 
 import numpy as np
 
-from pace_cert.budget import Budget
 from pace_cert.driver.loop import faithful_loop
 from pace_cert.driver.result import Offer
 from pace_cert.driver.state import RunState
@@ -29,6 +28,7 @@ from pace_cert.driver.step import BaseStep
 from pace_cert.master.max_margin import max_margin_in_box
 from pace_cert.master.rows import MasterSolution
 from pace_cert.model.ensemble import Ensemble
+from pace_cert.plumbing.budget import Budget
 
 ROUNDS = 3  # refutations of one step size before it halves
 FREE_REMOVAL = "free-removal"  # the offer name of :class:`FreeRemoval`

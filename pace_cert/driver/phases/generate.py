@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from pace_cert.budget import Budget
 from pace_cert.driver.phases.l1 import l1_loop
 from pace_cert.driver.result import Offer, PhaseResult
 from pace_cert.driver.state import L1State, RunState
 from pace_cert.driver.step import BaseStep
 from pace_cert.learners.pricing import TOL, price_all
 from pace_cert.master.rows import MasterSolution
+from pace_cert.plumbing.budget import Budget
 
 
 def generate(

@@ -17,13 +17,13 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from pace_cert.budget import Budget
 from pace_cert.driver.loop import faithful_loop
 from pace_cert.driver.result import PhaseResult
 from pace_cert.driver.state import RunState
 from pace_cert.master.max_margin import margin_on_support
 from pace_cert.master.rows import MasterSolution, normalise_columns
 from pace_cert.model.ensemble import Tree
+from pace_cert.plumbing.budget import Budget
 
 
 def column_growth(

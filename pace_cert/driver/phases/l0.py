@@ -25,7 +25,6 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from pace_cert.budget import Budget
 from pace_cert.driver.l0_master import L0Master
 from pace_cert.driver.loop import faithful_loop
 from pace_cert.driver.phases.descent import Descent
@@ -37,6 +36,7 @@ from pace_cert.driver.state import RunState
 from pace_cert.driver.step import BaseStep
 from pace_cert.master.highs import OutOfTime
 from pace_cert.model.ensemble import Tree
+from pace_cert.plumbing.budget import Budget
 
 #: the fallbacks of an L0 loop that did not certify in its share, in order; each has
 #: ``suffix``, ``applies(state, guide)`` and ``run(state, learners, guide, budget)``,

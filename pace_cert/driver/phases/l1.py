@@ -11,7 +11,6 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from pace_cert.budget import Budget
 from pace_cert.driver.loop import faithful_loop
 from pace_cert.driver.result import Offer, PhaseResult
 from pace_cert.driver.state import L1State, RunState
@@ -19,6 +18,7 @@ from pace_cert.driver.step import BaseStep
 from pace_cert.master.l1 import solve_l1
 from pace_cert.master.rows import MasterSolution
 from pace_cert.model.ensemble import Tree
+from pace_cert.plumbing.budget import Budget
 
 #: the first L1 loop gives up when its support has covered this share of the trees for
 #: ``STALL_ROUNDS`` rounds in a row on a large domain: its model would not be smaller

@@ -15,12 +15,12 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from pace_cert.budget import Budget
 from pace_cert.driver.phases.single_tree import known_points
 from pace_cert.driver.result import Offer
 from pace_cert.driver.state import RunState
 from pace_cert.driver.step import BaseStep
 from pace_cert.learners.leaf_witnesses import LeafWitnessSet, find_leaf_witnesses
+from pace_cert.plumbing.budget import Budget
 from pace_cert.region.leaf_witness import check_leaf_witnesses
 from pace_cert.region.masks import region_mask
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from pace_cert.budget import Budget
 from pace_cert.driver.result import Offer
 from pace_cert.driver.state import RunState
 from pace_cert.driver.step import Step
+from pace_cert.plumbing.budget import Budget
 
 
 def tree_certified(state: RunState) -> bool:

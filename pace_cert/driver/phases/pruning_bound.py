@@ -16,7 +16,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pace_cert.budget import Budget
 from pace_cert.cert.pruning_check import leaf_table
 from pace_cert.driver.loop import faithful_loop
 from pace_cert.driver.result import Offer
@@ -24,6 +23,7 @@ from pace_cert.driver.state import RunState
 from pace_cert.master.max_margin import max_margin_on_support
 from pace_cert.master.pruning_bound import Aim, Aimed, BoundResult, prove_pruning_bound
 from pace_cert.master.rows import MasterSolution
+from pace_cert.plumbing.budget import Budget
 from pace_cert.region.masks import region_mask
 
 #: the name of the aimed faithful loop (its samples' history phase is ``l0``)

@@ -19,7 +19,6 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from pace_cert.budget import Budget
 from pace_cert.driver.loop import faithful_loop
 from pace_cert.driver.result import Offer, PhaseResult
 from pace_cert.driver.state import RunState
@@ -29,6 +28,7 @@ from pace_cert.learners.pool import fold
 from pace_cert.master.max_margin import max_margin_on_support
 from pace_cert.master.rows import MasterSolution
 from pace_cert.model.ensemble import Ensemble, Tree
+from pace_cert.plumbing.budget import Budget
 
 
 def refit_loop(

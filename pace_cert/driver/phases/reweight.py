@@ -19,13 +19,13 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from pace_cert.budget import Budget
 from pace_cert.driver.loop import faithful_loop
 from pace_cert.driver.result import PhaseResult
 from pace_cert.driver.state import RunState
 from pace_cert.master.l1 import L1Master
 from pace_cert.master.rows import MasterSolution
 from pace_cert.model.ensemble import Tree
+from pace_cert.plumbing.budget import Budget
 
 #: a reweighted loop that certifies but does not shrink is tried once more with its
 #: eps times this (costs of light learners up to 1 / (eps * STALL_EPS))

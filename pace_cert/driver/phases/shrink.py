@@ -26,7 +26,6 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from pace_cert.budget import Budget
 from pace_cert.driver.loop import faithful_loop
 from pace_cert.driver.result import Offer, PhaseResult
 from pace_cert.driver.state import RunState
@@ -35,6 +34,7 @@ from pace_cert.master.highs import OutOfTime
 from pace_cert.master.max_margin import margin_on_support
 from pace_cert.master.rows import MasterSolution
 from pace_cert.model.ensemble import Tree
+from pace_cert.plumbing.budget import Budget
 
 
 def removal_margins(

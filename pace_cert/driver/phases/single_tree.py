@@ -26,7 +26,6 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from pace_cert.budget import Budget
 from pace_cert.driver.loop import faithful_loop
 from pace_cert.driver.result import Offer, PhaseResult, TreeReport
 from pace_cert.driver.state import RunState
@@ -52,6 +51,7 @@ from pace_cert.model.ensemble import Ensemble
 from pace_cert.model.onnx_graph import OnnxModelInfo
 from pace_cert.model.onnx_reader import ensemble_from_model
 from pace_cert.model.onnx_writer import tree_classifier_to_onnx
+from pace_cert.plumbing.budget import Budget
 
 
 def known_points(state: RunState) -> tuple[np.ndarray, np.ndarray]:

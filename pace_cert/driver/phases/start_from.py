@@ -15,12 +15,12 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from pace_cert.budget import Budget
 from pace_cert.driver.loop import faithful_loop
 from pace_cert.driver.result import Offer, PhaseResult
 from pace_cert.driver.state import RunState
 from pace_cert.driver.step import BaseStep
 from pace_cert.master.rows import MasterSolution
+from pace_cert.plumbing.budget import Budget
 
 
 def start_from(state: RunState, budget: Budget) -> PhaseResult:

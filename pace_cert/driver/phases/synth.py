@@ -21,12 +21,12 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-from pace_cert.budget import Budget
 from pace_cert.driver.phases.refit import refit_loop
 from pace_cert.driver.result import Offer, PhaseResult
 from pace_cert.driver.state import RunState
 from pace_cert.driver.step import BaseStep
 from pace_cert.learners import synth
+from pace_cert.plumbing.budget import Budget
 
 
 def synthesize_trees(

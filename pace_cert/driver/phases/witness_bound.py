@@ -12,10 +12,10 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from pace_cert.budget import Budget
 from pace_cert.driver.result import Offer
 from pace_cert.driver.state import RunState
 from pace_cert.driver.step import BaseStep
+from pace_cert.plumbing.budget import Budget
 from pace_cert.region import witness
 from pace_cert.region.masks import region_mask
 

@@ -14,8 +14,8 @@ from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pace_cert.budget import Budget
     from pace_cert.cert.certificate import Certificate
+    from pace_cert.plumbing.budget import Budget
 
 
 class ProgressDisplay:

@@ -5,7 +5,7 @@ The run's budget ends at the time limit; every phase spends from it, but a solve
 or a numpy step in progress cannot always be interrupted. The guard is the backstop:
 a watcher thread ends the process at ``hard_deadline`` (a little past the limit), or at
 SIGTERM / SIGINT. It first takes the output's commit lock, so the files on disk are the
-last complete set committed (:mod:`pace_cert.outputs`), then calls the command's *last
+last complete set committed (:mod:`pace_cert.plumbing.outputs`), then calls the command's *last
 words* with a :class:`GuardStop` saying who ended the run. The last words print what a
 normal end prints (the result block, or the ``--json`` object) from that last set,
 record the stop in it, and return the exit code; the guard then ends the process.

@@ -1,0 +1,1 @@
+"""Run-time plumbing: the time budget, process guard, freed memory, progress and output files."""
