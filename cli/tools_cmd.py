@@ -77,7 +77,7 @@ def inspect(
         }
         rules = None
         if ens.n_trees == 1:  # one tree: its rules, the features named by --data's header
-            from pace_cert.tree_text import tree_rules
+            from pace_cert.model.tree_text import tree_rules
 
             names = list(info.feature_names) if info.feature_names is not None else None
             if data is not None:

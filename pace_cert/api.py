@@ -291,7 +291,7 @@ def _node_rows(files: dict[str, bytes], table: Table | Path, data_path: Path, ta
 
     from pace_cert.model.onnx_graph import UnsupportedModel
     from pace_cert.model.onnx_reader import ensemble_from_model
-    from pace_cert.sklearn_tree import node_counts
+    from pace_cert.model.sklearn_tree import node_counts
 
     try:
         ens, _ = ensemble_from_model(onnx.load_from_string(files[COMPRESSED]))

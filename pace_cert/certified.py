@@ -353,7 +353,7 @@ class CertifiedModel:
         ``DecisionTreeClassifier`` (same label as onnxruntime on every non-NaN
         input), when it is one tree: for ``sklearn.tree.export_text`` and
         ``plot_tree``. Leaf values are one-hot; samples count the training rows."""
-        from pace_cert.sklearn_tree import decision_tree_of
+        from pace_cert.model.sklearn_tree import decision_tree_of
 
         data = self.certificate.data
         named = data is not None and data.feature_names is not None and data.path != "<ndarray>"

@@ -533,7 +533,7 @@ def test_to_sklearn_of_an_ir_tree_whose_labels_depend_on_base_scores():
     from pace_cert.model.ensemble import LEAF, Ensemble, Tree
     from pace_cert.model.onnx_graph import OnnxModelInfo
     from pace_cert.model.onnx_writer import ensemble_to_onnx
-    from pace_cert.sklearn_tree import decision_tree_of
+    from pace_cert.model.sklearn_tree import decision_tree_of
 
     f32 = np.float32
     tree = Tree(

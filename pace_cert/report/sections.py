@@ -245,7 +245,7 @@ def _tree(cert: Certificate, ens) -> str:
     features by the training data's column names."""
     if ens is None:
         return ""
-    from pace_cert.tree_text import tree_rules, tree_svg
+    from pace_cert.model.tree_text import tree_rules, tree_svg
 
     names = cert.data.feature_names if cert.data is not None else None
     tree = ens.trees[0]
