@@ -22,8 +22,8 @@ def raw_forest():
     from sklearn.ensemble import RandomForestClassifier
 
     X, y = load_breast_cancer(return_X_y=True)
-    X = X[:, :8].astype(np.float32)
-    return RandomForestClassifier(10, max_depth=3, random_state=0).fit(X, y), X, y
+    X = X[:, :6].astype(np.float32)
+    return RandomForestClassifier(10, max_depth=2, random_state=0).fit(X, y), X, y
 
 
 def test_the_table_runs_from_the_asked_region_down_the_coverage_rungs(raw_forest):
@@ -58,7 +58,7 @@ def test_little_room_names_the_largest_rung_that_leaves_room():
 
 def test_compress_records_and_says_the_floor(raw_forest, tmp_path):
     est, X, y = raw_forest
-    res = pace_cert.compress(est, X, y, mode="prune", eta=0.05, time_limit=60, threads=1,
+    res = pace_cert.compress(est, X, y, mode="prune", eta=0.05, time_limit=20, threads=1,
                              quiet=True)  # fmt: skip
     floor = res.certificate.summary.floor
     assert floor is not None and floor[0].coverage is None and len(floor) == 6
@@ -74,7 +74,7 @@ def test_compress_records_and_says_the_floor(raw_forest, tmp_path):
     pd.DataFrame(X).assign(target=y).to_csv(tmp_path / "t.csv", index=False)
     r = CliRunner().invoke(app, ["compress", str(model), "--data", str(tmp_path / "t.csv"),
                                  "--out", str(tmp_path / "o"), "--eta", "0.05", "--mode",
-                                 "prune", "--time-limit", "60", "--json"])  # fmt: skip
+                                 "prune", "--time-limit", "20", "--json"])  # fmt: skip
     assert r.exit_code in (0, 2), r.output
     got = json.loads(r.stdout)
     assert "room" in got and got["summary"]["floor"][1]["coverage"] == 100.0
@@ -83,6 +83,6 @@ def test_compress_records_and_says_the_floor(raw_forest, tmp_path):
 
 def test_mode_tree_has_no_floor(raw_forest):
     est, X, y = raw_forest
-    res = pace_cert.compress(est, X, y, mode="tree", eta=0.8, time_limit=60, threads=1,
+    res = pace_cert.compress(est, X, y, mode="tree", eta=0.8, time_limit=20, threads=1,
                              quiet=True)  # fmt: skip
     assert res.certificate.summary.floor is None
