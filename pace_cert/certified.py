@@ -391,12 +391,12 @@ class CertifiedModel:
         ]
         lines += unchanged_lines(res, Asked.of(cert, self.time_limit))
         lines += tree_lines(cert)  # mode tree: the tree, its bound, or the fallback
-        if room := recorded_room_line(cert):  # the floor table: the asked region's room
-            lines.append(room)
         if self.estimate is not None:
             pb = s.pruning_bound.value if s.pruning_bound is not None else None
             lines.append(self.estimate.line())
             lines.append(placement(s.trees_after if s.certified else None, pb, self.estimate))
+        if room := recorded_room_line(cert):  # the floor table: the asked region's room
+            lines.append(room)
         return lines + stop_lines(res)
 
     def __repr__(self) -> str:
