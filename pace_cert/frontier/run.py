@@ -25,7 +25,7 @@ from pace_cert.app import AsGiven, prepare_out_dir
 from pace_cert.data import Dataset, read_csv
 from pace_cert.errors import InputError, exit_code_of
 from pace_cert.frontier.isolate import isolation_available
-from pace_cert.frontier.ladder import Ladder, Rung, resolve
+from pace_cert.frontier.ladder import Ladder, Rung, eta_for_share, resolve
 from pace_cert.frontier.record import FrontierRecord
 from pace_cert.frontier.rung import RungJob, RungOutcome, run_rung
 from pace_cert.frontier.schedule import run_locally
@@ -153,6 +153,7 @@ def run_frontier(
     state: FrontierState | None = None,
     isolate: bool = True,
     as_given: AsGiven | None = None,
+    refine: bool = True,
 ) -> FrontierOutcome:
     """Certify each rung of ``rungs`` (ladder order: every rung after the rungs around
     it; a :class:`~pace_cert.frontier.ladder.RowShares` ladder is translated into eta
@@ -167,7 +168,10 @@ def run_frontier(
     guard's last words, :func:`pace_cert.frontier.state.last_words`; default a new one);
     ``isolate``: each local rung in a forked process of its own, ended at its hard stop
     (:mod:`.isolate`; off: in this process, stopped by its budget only); ``as_given``:
-    how frontier.json and the rungs' certificates name the inputs (default: their paths).
+    how frontier.json and the rungs' certificates name the inputs (default: their paths);
+    ``refine`` (local backend): where the kept size falls by more than half between two
+    neighbouring rungs, rungs between them are added within the same time
+    (:func:`~pace_cert.frontier.schedule.refine`, :func:`rung_between`).
     frontier.json lists every rung (finished, cut, not started) and is rewritten
     atomically before the first rung, at each rung's commits and after each rung.
     Exit code 0 when some rung certified a smaller model, else 2; InputError before
@@ -213,7 +217,23 @@ def run_frontier(
                     state.finish(i, o.record)
         else:
             isolated = isolate and isolation_available()
-            outcomes = run_locally(jobs, budget, state, reuse, say, on_rung, isolated)
+
+            def between(outer: RungJob, inner: RungJob) -> RungJob | None:
+                rung = rung_between(outer.rung, inner.rung, ensemble, ds.X[ds.complete])
+                if rung is None:
+                    return None
+                try:
+                    cfg = CompressConfig.of(eta=rung.eta, delta=rung.delta, **settings)
+                    check_for_model(cfg, ensemble.kind)
+                except SettingError:
+                    return None
+                return rung_jobs(
+                    [rung], [cfg], model, data, test, out, target, forest, ds.X,
+                    ds.feature_names, as_given,
+                )[0]  # fmt: skip
+
+            refining = between if refine else None
+            outcomes = run_locally(jobs, budget, state, reuse, say, on_rung, isolated, refining)
     except BaseException as e:  # the rungs so far stay listed; the running one as cut
         with state.lock:
             state.write(f"stopped by {type(e).__name__}", exit_code_of(e))
@@ -221,6 +241,26 @@ def run_frontier(
     with state.lock:
         rec = state.write("finished")
     return FrontierOutcome(rec, out / FRONTIER_FILE, rec.exit_code, outcomes)
+
+
+def rung_between(outer: Rung, inner: Rung, ensemble, X: np.ndarray) -> Rung | None:
+    """A rung whose region lies between ``outer``'s and ``inner``'s (inside the first,
+    around the second): for rungs of a row-share ladder, the share halfway between
+    (rounded to 0.5 %), its eta found on the rows ``X``; else, with one delta, the eta
+    halfway between (two significant digits). None when no such rung differs from both."""
+    if outer.delta != inner.delta:
+        return None
+    if outer.share is not None and inner.share is not None:
+        share = round((outer.share + inner.share) * 100) / 200  # 0.5 % steps
+        if not inner.share < share < outer.share:
+            return None
+        rung = Rung(eta_for_share(ensemble, X, share), outer.delta, share)
+    else:
+        eta = float(f"{(outer.eta + inner.eta) / 2:.2g}")
+        rung = Rung(eta, outer.delta)
+    if not outer.eta < rung.eta < inner.eta:
+        return None
+    return rung
 
 
 def _run_on_ray(

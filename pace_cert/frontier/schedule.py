@@ -28,6 +28,11 @@ HARD_STOP_MIN = 1.0
 #: the second pass (rungs cut, given the time the ladder left): as many cut rungs as
 #: have this many seconds each, the largest regions first
 SECOND_PASS_MIN = 5.0
+#: the refinement: at most this many rungs added between neighbours whose sizes fall by
+#: more than half, run after the ladder on the time it left plus REFINE_SLOTS rungs'
+#: worth of time kept back from the ladder
+MAX_REFINED = 3
+REFINE_SLOTS = 1
 
 
 def run_locally(
@@ -38,20 +43,27 @@ def run_locally(
     say: Progress,
     on_rung: Callable[[FrontierRecord], None] | None,
     isolate: bool,
+    between: Callable[[RungJob, RungJob], RungJob | None] | None = None,
 ) -> list[RungOutcome]:
     """The rungs one after another, each with its share of the time left (time a rung
     leaves goes to the next), each in a process of its own when ``isolate`` (its hard
-    stop); then the second pass: the time the ladder left, shared by the rungs that
-    were cut, each resuming from its own best certified model. Every commit and every
-    rung's end rewrites frontier.json."""
+    stop); then the refinement (``between``: the job of a rung between two neighbours,
+    None when there is none; see :func:`refine`); then the second pass: the time left,
+    shared by the rungs that were cut, each resuming from its own best certified model.
+    Every commit and every rung's end rewrites frontier.json. ``jobs`` is extended in
+    place with the rungs the refinement adds (in ladder order)."""
     done: list[RungOutcome] = []
     rungs = [j.rung for j in jobs]
+    spare = REFINE_SLOTS if between is not None and len(jobs) > 1 else 0
     for i, job in enumerate(jobs):
-        job = _scheduled(job, budget, len(jobs) - i, done if reuse else [], rungs[:i])
+        job = _scheduled(job, budget, len(jobs) - i + spare, done if reuse else [], rungs[:i])
         say(f"[frontier] rung {i + 1}/{len(jobs)}: {job.rung.name}")
         done.append(_one_rung(i, job, budget, state, say, isolate))
         if on_rung is not None:
             on_rung(state.snapshot())
+    if between is not None:
+        refine(jobs, done, budget, state, reuse, say, on_rung, isolate, between)
+    rungs = [j.rung for j in jobs]
     cut = [i for i, o in enumerate(done) if o.record.state == "cut"]
     left = budget.left()
     if left is None:
@@ -71,6 +83,63 @@ def run_locally(
         if on_rung is not None:
             on_rung(state.snapshot())
     return done
+
+
+def falls(outer: RungRecord, inner: RungRecord) -> bool:
+    """Whether the size falls by more than half from rung ``outer`` to the rung
+    ``inner`` inside it (trees or leaves, of the models each keeps)."""
+    (t0, l0), (t1, l1) = kept_size(outer), kept_size(inner)
+    return 2 * t1 < t0 or 2 * l1 < l0
+
+
+def refine(
+    jobs: list[RungJob],
+    done: list[RungOutcome],
+    budget: Budget,
+    state: FrontierState,
+    reuse: bool,
+    say: Progress,
+    on_rung: Callable[[FrontierRecord], None] | None,
+    isolate: bool,
+    between: Callable[[RungJob, RungJob], RungJob | None],
+) -> None:
+    """Where two neighbouring rungs' sizes fall by more than half (:func:`falls`), a
+    rung between them (``between``), run with a share of the time left, until no such
+    pair is left, no rung fits between, at most ``MAX_REFINED`` rungs were added, or the
+    time left is under ``SECOND_PASS_MIN``. ``jobs``, ``done`` and ``state`` take the
+    new rungs in ladder order."""
+    added = 0
+    tried: set[tuple[str, str]] = set()
+    while added < MAX_REFINED:
+        left = budget.left()
+        if left is not None and left < SECOND_PASS_MIN:
+            return
+        pairs = [
+            i for i in range(len(done) - 1)
+            if (jobs[i].rung.name, jobs[i + 1].rung.name) not in tried
+            and falls(done[i].record, done[i + 1].record)
+        ]  # fmt: skip
+        if not pairs:
+            return
+        i = pairs[0]
+        tried.add((jobs[i].rung.name, jobs[i + 1].rung.name))
+        job = between(jobs[i], jobs[i + 1])
+        if job is None or any(j.rung == job.rung for j in jobs):
+            continue
+        pos = i + 1
+        rungs = [j.rung for j in jobs]
+        jobs.insert(pos, job)
+        with state.lock:
+            state.insert(pos, job.rung)
+        job = _scheduled(job, budget, MAX_REFINED - added, done if reuse else [], rungs[:pos])
+        say(
+            f"[frontier] refining: the size falls by more than half from {jobs[i].rung.name} "
+            f"to {jobs[pos + 1].rung.name}; rung {job.rung.name} between them"
+        )
+        done.insert(pos, _one_rung(pos, job, budget, state, say, isolate))
+        added += 1
+        if on_rung is not None:
+            on_rung(state.snapshot())
 
 
 def kept_size(record: RungRecord) -> tuple[int, int]:

@@ -163,6 +163,14 @@ class FrontierState:
         so far."""
         self.partial = record
 
+    def insert(self, i: int, rung: Rung) -> None:
+        """A rung added at position ``i`` (the refinement between two neighbours), not
+        started; the rungs from ``i`` on move one place down."""
+        self.rungs.insert(i, rung)
+        self.records.insert(i, None)
+        if self.current is not None and self.current >= i:
+            self.current += 1
+
     def finish(self, i: int, record: RungRecord) -> None:
         self.records[i] = record
         self.current, self.partial = None, None
