@@ -107,6 +107,7 @@ def run_compress(
     start: StartModel | None = None,
     on_step: Callable[[str], None] | None = None,
     as_given: AsGiven | None = None,
+    say_floor: bool = True,
 ) -> CompressOutcome:
     """Read the model and the training CSV, compress, write the compressed model and
     the certificate (and the plausibility artifact) to ``out_dir``.
@@ -121,10 +122,11 @@ def run_compress(
     again here as the first candidate (a frontier's outer rung); ``on_step``: called with
     each plan step's name as it starts (what :func:`guard_outcome` names); ``as_given``:
     how the certificate names the model, the data and the compressed model (default:
-    their paths). Inputs are checked
-    before anything is written (:class:`~pace_cert.errors.InputError`, an empty region
-    included); from then on ``out_dir`` always holds a complete set. Exit code 0 when
-    the result is smaller than the original, else 2 (the original's bytes are written)."""
+    their paths); ``say_floor``: say the floor table before the work (a frontier says it
+    once, not per rung). Inputs are checked before anything is written
+    (:class:`~pace_cert.errors.InputError`, an empty region included); from then on
+    ``out_dir`` always holds a complete set. Exit code 0 when the result is smaller
+    than the original, else 2 (the original's bytes are written)."""
     model_path, data_path, out_dir = Path(model_path), Path(data_path), Path(out_dir)
     original_bytes = _read_bytes(model_path)
     ensemble, info = read_ensemble(model_path)
@@ -171,7 +173,8 @@ def run_compress(
         if not said and progress is not None:  # the inputs are good: before any solving
             # the free-pattern floor is about prunings: nothing mode tree looks for
             said.append(progress(estimate.line()) if cfg.mode != "tree" else None)
-            for line in floor_lines(floor, estimate.units) if floor is not None else []:
+            shown = floor is not None and say_floor  # a frontier says it once, not per rung
+            for line in floor_lines(floor, estimate.units) if shown else []:
                 progress(line)
         taken = time.perf_counter()
         final = res.stop is not None  # the run's end: its certificate says how it ended

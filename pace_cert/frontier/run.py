@@ -188,6 +188,13 @@ def run_frontier(
     say = progress or (lambda _m: None)
     for note in checked.notes:
         say(f"[frontier] {note}")
+    if cfgs[0].mode != "tree":  # what each coverage rung can buy at best, before the work
+        from pace_cert.estimate import floor_lines, floor_table
+        from pace_cert.region.margins import eta_units
+
+        rows = floor_table(ensemble, ds.X[ds.complete], rungs[0].eta)
+        for line in floor_lines(rows, eta_units(ensemble)):
+            say(f"[frontier] {line.strip()}")
     names = AsGiven() if as_given is None else as_given
     header = {
         "tool_version": _version(),

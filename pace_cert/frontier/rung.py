@@ -104,6 +104,7 @@ def run_rung(
             plausibility=job.plausibility,
             start=job.start,
             as_given=job.as_given,
+            say_floor=False,  # the frontier says the floor table once, at its start
         )
     except EmptyRegion:
         said(f"[frontier] {job.rung.name}: no training row lies in the region; next rung")
