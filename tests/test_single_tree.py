@@ -194,14 +194,15 @@ def test_a_frontier_of_trees_verifies_rung_by_rung(zoo_model, tmp_path):
                  "--mode", "tree", "--time-limit", "600")  # fmt: skip
     assert res.exit_code == 0, res.output
     rec = json.loads((out / "frontier.json").read_text())
-    assert [r["name"] for r in rec["rungs"]] == ["global", "eta0.2"]
+    names = [r["name"] for r in rec["rungs"]]  # refined between where the size falls
+    assert names[0] == "global" and names[-1] == "eta0.2"
     for r in rec["rungs"]:
         d = out / r["name"]
         assert r["status"] == "certified" and r["trees_after"] == 1
         v = invoke("verify", model, d / "compressed.onnx", d / "certificate.json")
         assert v.exit_code == 0, v.output
-    outer, inner = rec["rungs"]
-    assert inner["leaves_after"] <= outer["leaves_after"]
+    leaves = [r["leaves_after"] for r in rec["rungs"]]
+    assert leaves == sorted(leaves, reverse=True)  # an inner rung never larger
 
 
 def test_verify_labels_the_leaf_bound_as_stated(compress_run):

@@ -414,6 +414,15 @@ def _nearest_label(G: np.ndarray, box: tuple[tuple[int, int], ...]) -> int:
 # ------------------------------------------------------------------ the greedy split
 
 
+def _integer(coords: np.ndarray) -> np.ndarray:
+    """Grid coordinates as they come (int16 from :class:`~pace_cert.learners.
+    region_cells.LabelledCells`, int64 otherwise): integers, not copied."""
+    coords = np.asarray(coords)
+    if not np.issubdtype(coords.dtype, np.integer):
+        coords = coords.astype(np.int64)
+    return coords
+
+
 def gini_split(coords: np.ndarray, labels: np.ndarray, n_classes: int) -> tuple[int, int, int]:
     """The cut of the points with the smallest Gini impurity of the two sides' labels
     (sum over sides of n - sum_k n_k^2 / n): (feature, left coordinate, right
@@ -422,7 +431,7 @@ def gini_split(coords: np.ndarray, labels: np.ndarray, n_classes: int) -> tuple[
     best: tuple[float, int, int, int, int] | None = None
     n = len(labels)
     for f in range(coords.shape[1]):
-        col = coords[:, f]
+        col = coords[:, f].astype(np.int64)  # coordinates may be stored as int16
         counts = np.bincount(col * n_classes + labels, minlength=(int(col.max()) + 1) * n_classes)
         counts = counts.reshape(-1, n_classes).astype(np.float64)
         u = np.flatnonzero(counts.sum(axis=1))
@@ -467,7 +476,7 @@ def fit_cell_tree(
     (default a). Once ``stop()``
     is true, nodes still to split go greedy (no exact program). Raises
     :class:`NoTreeWithinCaps` when a node at the depth cap is impure."""
-    coords = np.asarray(coords, np.int64)
+    coords = _integer(coords)
     labels = np.asarray(labels, np.int64)
     if len(labels) == 0:
         raise ValueError("no labelled points")
@@ -547,7 +556,7 @@ def refit_leaves(
     points alone (:func:`fit_cell_tree`, within the depth left), the rest kept. A
     counterexample round adds a few points: this costs their leaves' fits, not a whole
     fit. Raises :class:`NoTreeWithinCaps` as the fit does."""
-    coords = np.asarray(coords, np.int64)
+    coords = _integer(coords)
     labels = np.asarray(labels, np.int64)
     at = tree.apply(coords)
     depth = np.zeros(len(tree.feature), np.int64)
