@@ -91,6 +91,14 @@ def frontier(
         ),
     ] = "local",
     ray_address: RayAddressOpt = None,
+    refine: Annotated[
+        bool,
+        typer.Option(
+            "--refine/--no-refine",
+            help="Local backend: where the size falls by more than half between two "
+            "neighbouring rungs, add rungs between them (at most 3) within the same time.",
+        ),
+    ] = True,
     as_json: JsonOpt = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress lines.")] = False,
     debug: DebugOpt = False,
@@ -162,6 +170,7 @@ def frontier(
                 ray_address=ray_address,
                 progress=say,
                 state=state,
+                refine=refine,
             )
         if as_json:
             print_json(res.record.model_dump())

@@ -488,13 +488,15 @@ def frontier(
     target: str = "target",
     out: str | Path | None = None,
     quiet: bool = False,
+    refine: bool = True,
 ) -> FrontierResult:
     """Certify a ladder of nested regions in one time budget (``pace-cert frontier``).
     ``model``, ``X``, ``y``, ``target`` as for :func:`compress`; ``test`` (with
     ``y_test``): held-out rows measured per rung; ``rows``: shares of the rows in % the
     rungs' regions hold (default 100, 99, 95, 90, 80, 70), or ``eta`` / ``delta``
     values; as lists or the CLI's comma-separated strings. ``out``: also write the
-    rung directories there (default: a private temporary directory, removed). Returns
+    rung directories there (default: a private temporary directory, removed).
+    ``refine``: add rungs where the size falls by more than half (``--refine``). Returns
     a :class:`FrontierResult`."""
     from pace_cert.app import AsGiven
     from pace_cert.frontier.ladder import LadderError, ladder
@@ -547,6 +549,7 @@ def frontier(
                 ray_address=ray_address,
                 progress=progress,
                 as_given=as_given,
+                refine=refine,
             )
             exit_code = res.exit_code
         except InputError as e:

@@ -445,6 +445,7 @@ def _assert_consistent(out: Path, model: Path) -> None:
     assert cert.original.sha256 == sha(model)
 
 
+@pytest.mark.slow  # delivery, not soundness: each run's own tests pin its certificate
 def test_concurrent_compress_runs(zoo_model, tmp_path):
     model, data = zoo_model("seeds", "rf", 10, 2)
     parent = tmp_path / "runs"

@@ -33,7 +33,8 @@ def frontier_run(zoo_model, tmp_path_factory):
     model, data = zoo_model("seeds", "rf", 6, 2)
     out = tmp_path_factory.mktemp("frontier") / "out"
     args = ["frontier", str(model), "--data", str(data), "--test", str(data), "--out", str(out)]
-    res = CliRunner().invoke(app, [*args, *RUNGS, "--mode", "prune", "--time-limit", "600"])
+    flags = ["--mode", "prune", "--time-limit", "600", "--no-refine"]  # the ladder as given
+    res = CliRunner().invoke(app, [*args, *RUNGS, *flags])
     return SimpleNamespace(model=model, data=data, out=out, res=res)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from pace_cert.frontier.isolate import KeepBest, run_in_child
 from pace_cert.frontier.ladder import Rung, enclosing
@@ -62,7 +62,7 @@ def run_locally(
         if on_rung is not None:
             on_rung(state.snapshot())
     if between is not None:
-        refine(jobs, done, budget, state, reuse, say, on_rung, isolate, between)
+        refine(jobs, done, LocalRun(budget, state, reuse, say, on_rung, isolate), between)
     rungs = [j.rung for j in jobs]
     cut = [i for i, o in enumerate(done) if o.record.state == "cut"]
     left = budget.left()
@@ -92,15 +92,22 @@ def falls(outer: RungRecord, inner: RungRecord) -> bool:
     return 2 * t1 < t0 or 2 * l1 < l0
 
 
+@dataclass(frozen=True)
+class LocalRun:
+    """What every rung of a local frontier run shares (see :func:`run_locally`)."""
+
+    budget: Budget
+    state: FrontierState
+    reuse: bool
+    say: Progress
+    on_rung: Callable[[FrontierRecord], None] | None
+    isolate: bool
+
+
 def refine(
     jobs: list[RungJob],
     done: list[RungOutcome],
-    budget: Budget,
-    state: FrontierState,
-    reuse: bool,
-    say: Progress,
-    on_rung: Callable[[FrontierRecord], None] | None,
-    isolate: bool,
+    run: LocalRun,
     between: Callable[[RungJob, RungJob], RungJob | None],
 ) -> None:
     """Where two neighbouring rungs' sizes fall by more than half (:func:`falls`), a
@@ -108,6 +115,7 @@ def refine(
     pair is left, no rung fits between, at most ``MAX_REFINED`` rungs were added, or the
     time left is under ``SECOND_PASS_MIN``. ``jobs``, ``done`` and ``state`` take the
     new rungs in ladder order."""
+    budget, state, say = run.budget, run.state, run.say
     added = 0
     tried: set[tuple[str, str]] = set()
     while added < MAX_REFINED:
@@ -131,15 +139,15 @@ def refine(
         jobs.insert(pos, job)
         with state.lock:
             state.insert(pos, job.rung)
-        job = _scheduled(job, budget, MAX_REFINED - added, done if reuse else [], rungs[:pos])
+        job = _scheduled(job, budget, MAX_REFINED - added, done if run.reuse else [], rungs[:pos])
         say(
             f"[frontier] refining: the size falls by more than half from {jobs[i].rung.name} "
             f"to {jobs[pos + 1].rung.name}; rung {job.rung.name} between them"
         )
-        done.insert(pos, _one_rung(pos, job, budget, state, say, isolate))
+        done.insert(pos, _one_rung(pos, job, budget, state, say, run.isolate))
         added += 1
-        if on_rung is not None:
-            on_rung(state.snapshot())
+        if run.on_rung is not None:
+            run.on_rung(state.snapshot())
 
 
 def kept_size(record: RungRecord) -> tuple[int, int]:
