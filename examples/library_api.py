@@ -1,8 +1,8 @@
 """Compress and verify from Python: train, export, compress (prune-only), verify, report.
 
 Run from the repository root: ``.venv/bin/python examples/library_api.py [OUT_DIR]``.
-The README's "Python API" section documents these calls under "Lower level"; its first
-example, with the top-level names, is examples/notebook_quickstart.py.
+docs/lower-level-api.md documents these calls; the example with the top-level names
+(docs/python-api.md) is examples/notebook_quickstart.py.
 """
 
 from __future__ import annotations

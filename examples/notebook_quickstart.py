@@ -3,8 +3,8 @@
 Run it as a script (``.venv/bin/python examples/notebook_quickstart.py [OUT_DIR]``), or
 in Jupyter: ``%run examples/notebook_quickstart.py``, or ``from notebook_quickstart
 import *`` with examples/ on the path and then run the cells' functions one by one
-(the ``# %%`` markers make it a notebook for Jupytext and VS Code). The README's
-"Python API" section explains each call.
+(the ``# %%`` markers make it a notebook for Jupytext and VS Code). docs/python-api.md
+explains each call.
 """
 
 # %% imports
