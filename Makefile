@@ -19,7 +19,7 @@ demo: $(STAMP)
 
 ## test: install and run the default test suite (slow tests excluded)
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 tests
+	$(BIN)/python -m pytest -q -n 2 --dist worksteal tests
 
 ## test-slow: the long-running tests only
 test-slow: $(STAMP)

@@ -10,7 +10,16 @@ import pytest
 
 from .behaviour import FINGERPRINTS, RUNS, run_fixture
 
-SLOW = {"gb3-seeds-pace-region", "rf3-seeds-generate-eta"}  # the longest (make test-slow)
+# the longest (make test-slow): fingerprints pin the search's sizes, not soundness
+SLOW = {
+    "gb3-seeds-pace-region",
+    "rf3-seeds-generate-eta",
+    "rf-compas-pace-region",
+    "rf-compas-generate-global",
+    "rf-cancer-raw-prune-region",
+    "rf-diabetes-prune-delta",
+    "own-compas-prune-global",
+}
 
 
 @pytest.mark.parametrize(

@@ -158,6 +158,7 @@ def test_l0_with_cpsat_inside_the_master_certifies_models_faithful_on_every_cell
     assert_faithful_on_every_cell(p, original, path, info, models)
 
 
+@pytest.mark.slow  # the plan's order of fallbacks, not soundness
 def test_a_first_l0_loop_certified_without_optimality_still_runs_the_fallbacks(
     tmp_path, monkeypatch
 ):

@@ -106,6 +106,7 @@ def test_milp_oracle_rejects_unknown_linking() -> None:
         MilpSeparationOracle(dom, ScoreModel.from_ensemble(original), RegionSpec(0.0), linking="x")
 
 
+@pytest.mark.slow  # a baseline oracle of Result 1 (the product proves with CP-SAT)
 def test_milp_oracle_parallel_pairs_with_plausibility() -> None:
     """Binary domain, plausibility region (delta > 0), 3 classes, pairs in threads."""
     from pace_cert.region.plausibility import fit_plausibility

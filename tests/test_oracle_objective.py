@@ -71,6 +71,7 @@ def test_objective_oracle_matches_constraint_oracle(n_classes: int, eta: float) 
     assert statuses == {"INFEASIBLE", "FEASIBLE"}  # both outcomes were exercised
 
 
+@pytest.mark.slow  # a baseline oracle of Result 1 (the product proves with CP-SAT)
 def test_objective_oracle_parallel_pairs_with_plausibility() -> None:
     """Binary domain, plausibility region, and pairs solved in worker threads."""
     from pace_cert.region.plausibility import fit_plausibility

@@ -282,6 +282,7 @@ def test_prune_l0_loop_continues_after_the_anytime_fallback(tmp_path, fallback, 
     assert sizes[120] == sizes[None] < 9  # 9: the L1 support
 
 
+@pytest.mark.slow  # how the time is shared, not soundness
 def test_pace_prune_share_limits_the_prune_of_the_original_trees(tmp_path):
     """``pace_prune_share`` caps the L0 prune of the original trees at a fraction of the
     time left: at 1 (the default) it runs before boosting; at 0 it gets no time, so the
@@ -326,7 +327,7 @@ def _compress_rf20_on_pool(tmp_path, monkeypatch, **cfg):
     return res, said
 
 
-@pytest.mark.parametrize("mode", ["generate", "pace"])
+@pytest.mark.parametrize("mode", [pytest.param("generate", marks=pytest.mark.slow), "pace"])
 def test_generation_runs_on_domains_screened_by_a_pool(tmp_path, monkeypatch, mode):
     """On domains too large to enumerate, pace screens intermediate L1 models with the
     pool only (no CP-SAT proof) and generate certifies each with CP-SAT: either way
@@ -407,6 +408,7 @@ def test_pace_beats_prune_with_generated_trees_on_compas(tmp_path):
     assert sizes["pace"][1] > 0, sizes
 
 
+@pytest.mark.slow  # which master solves, not soundness (every result is certified)
 def test_l0_master_switches_to_the_cover_when_the_milp_breaks_its_rows(tmp_path, monkeypatch):
     """A big-M MILP whose answer breaks its own rows (the trickle flow the tight
     integrality settings prevent) must not drive the L0 loop: the master switches to the
@@ -523,7 +525,9 @@ def test_constant_model_is_written_and_verifies(tmp_path):
     assert_verifies_exhaustively(model_path, out)
 
 
-@pytest.mark.parametrize(("fam", "seed", "eta"), [("rf", 1, 0.0), ("et", 2, 0.1)])
+@pytest.mark.parametrize(
+    ("fam", "seed", "eta"), [("rf", 1, 0.0), pytest.param("et", 2, 0.1, marks=pytest.mark.slow)]
+)
 def test_reweighted_l1_goes_on_after_a_guide_that_leads_nowhere(tmp_path, fam, seed, eta):
     """A guide whose loop certifies nothing smaller than the start (here: the start's
     own support, i.e. the plain L1 again) no longer ends the fallback: the loops after

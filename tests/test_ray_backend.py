@@ -236,6 +236,7 @@ def test_backend_flags_are_checked(flags, needles, zoo_model, tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.slow  # the benchmark harness on Ray, not the product
 def test_the_harness_runs_configurations_as_ray_tasks(local_ray, tmp_path):
     """``python -m benchmarks.harness ... --backend ray``: the configuration runs as a
     task and its row is the local run's (status and size)."""

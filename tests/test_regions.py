@@ -94,7 +94,7 @@ def test_disagreements_lie_outside_the_region(
 @pytest.mark.parametrize(
     "kind,dataset,n,depth",
     [
-        ("rf", "compas", 20, 2),
+        pytest.param("rf", "compas", 20, 2, marks=pytest.mark.slow),  # a size property
         ("rf", "seeds", 15, 1),
         pytest.param("rf", "compas", 40, 2, marks=pytest.mark.slow),
         pytest.param("rf", "seeds", 30, 1, marks=pytest.mark.slow),

@@ -90,6 +90,7 @@ def test_removal_margins_rank_removals_by_the_margin_the_rest_keeps():
     assert [t for _, t in removal_margins(A, 3, [0, 1, 2], skip, Budget.unlimited())] == [2, 0]
 
 
+@pytest.mark.slow  # the step's place in the plan; faithfulness is pinned on every cell above
 def test_the_plan_step_shrinks_after_elimination_only(tmp_path):
     """``ShrinkStep`` (after eliminate in the prune and pace plans) runs when the L1 loop
     did not certify (the L0 loop then follows), and its offers are certified and faithful."""

@@ -177,6 +177,7 @@ def test_pace_size_bound_holds_on_every_cell_of_the_region(tmp_path, seed):
     assert _pure_pair_exists(cells, _planted(cells, 2, 3, seed))
 
 
+@pytest.mark.slow  # where the plan stops, not soundness
 def test_pace_stops_after_pruning_when_the_pruned_model_is_proved_minimal(tmp_path):
     """RF 25 x depth 2 (4 features on a 4-level grid, 3 classes, eta = 0, seed 8): the
     pruned model has 3 trees and the bound step right after pruning proves that no two
