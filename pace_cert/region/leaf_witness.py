@@ -23,20 +23,15 @@ set that passes proves ``len(points)`` leaves.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
 
-def same_label_pairs(labels: Sequence) -> list[tuple[int, int]]:
-    """Every pair i < j of ``labels`` that are equal: the pairs that need a separator."""
-    out = []
-    by: dict = {}
-    for i, v in enumerate(labels):
-        by.setdefault(v, []).append(i)
-    for idx in by.values():
-        out += [(a, b) for n, a in enumerate(idx) for b in idx[n + 1 :]]
-    return sorted(out)
+def same_label_pair_count(labels: Sequence) -> int:
+    """How many pairs i < j of ``labels`` are equal: the pairs that need a separator."""
+    return sum(n * (n - 1) // 2 for n in Counter(labels).values())
 
 
 def check_leaf_witnesses(
@@ -51,20 +46,24 @@ def check_leaf_witnesses(
     ``len(points)`` leaves). ``points`` float32 [k, d] with ``labels`` (as ``predict``
     gives them), ``separators`` float32 [m, d], ``pairs`` int [p, 3] rows (i, j, s):
     separator s for points i < j of one label. ``predict``: the original's labels;
-    ``in_region``: exact region membership (domain included)."""
+    ``in_region``: exact region membership (domain included). Memory and time grow with
+    the certificate's numbers (p rows), never with the k (k - 1) / 2 pairs they cover:
+    a pair is covered when its row is valid, and the valid distinct rows must be as
+    many as the same-label pairs."""
     P = np.asarray(points, np.float32)
     S = np.asarray(separators, np.float32)
     pairs = np.asarray(pairs, np.int64).reshape(-1, 3)
     if len(P) == 0:
         return []
-    problems: list[str] = []
     if not (np.isfinite(P).all() and np.isfinite(S).all()):
         return ["a point or separator is not finite"]
-    got = predict(P)
-    bad = [i for i in range(len(P)) if got[i] != labels[i]]
-    if bad:
+    lab = np.asarray(list(labels), dtype=object)  # labels as given: no fixed-width text
+    problems: list[str] = []
+    bad = np.flatnonzero(np.asarray(predict(P), dtype=object) != lab)
+    if len(bad):
+        k = int(bad[0])
         problems.append(
-            f"point {bad[0]}: the original labels it {got[bad[0]]}, stated {labels[bad[0]]}"
+            f"point {k}: the original labels it {predict(P[k : k + 1])[0]}, stated {lab[k]}"
         )
     outside = np.flatnonzero(~in_region(P))
     if len(outside):
@@ -73,32 +72,31 @@ def check_leaf_witnesses(
         pairs.min() < 0 or pairs[:, :2].max() >= len(P) or pairs[:, 2].max() >= len(S)
     ):
         return [*problems, "a pair names a point or separator that does not exist"]
-    need = set(same_label_pairs(list(labels)))
-    given = {(int(i), int(j)) for i, j, _ in pairs}
-    missing = sorted(need - given)
-    if missing:
-        problems.append(
-            f"points {missing[0][0]} and {missing[0][1]} share a label and no separator"
-        )
-    if len(pairs) == 0:
-        return problems
-    used = np.unique(pairs[:, 2])
-    s_label = dict(zip(used.tolist(), predict(S[used])))
-    s_inside = dict(zip(used.tolist(), in_region(S[used])))
-    lo = np.minimum(P[pairs[:, 0]], P[pairs[:, 1]])
-    hi = np.maximum(P[pairs[:, 0]], P[pairs[:, 1]])
-    sep = S[pairs[:, 2]]
-    in_box = ((sep >= lo) & (sep <= hi)).all(axis=1)
-    for r, (i, j, s) in enumerate(pairs.tolist()):
-        where = f"pair ({i}, {j})"
-        if (i, j) not in need:
-            problems.append(f"{where}: not two points of one label (i < j)")
-        elif not in_box[r]:
-            problems.append(f"{where}: separator {s} is outside their bounding box")
-        elif not s_inside[s]:
-            problems.append(f"{where}: separator {s} is outside the region")
-        elif s_label[s] == labels[i]:
-            problems.append(f"{where}: the original labels separator {s} as the points")
-        if len(problems) >= 5:
-            break
+    i, j, s = pairs.T
+    one_label = (i < j) & (lab[i] == lab[j])
+    used = np.unique(s)
+    s_inside = np.zeros(len(S), bool)
+    s_label = np.empty(len(S), dtype=object)
+    if len(used):
+        s_inside[used] = in_region(S[used])
+        s_label[used] = list(predict(S[used]))
+    sep = S[s]
+    in_box = ((sep >= np.minimum(P[i], P[j])) & (sep <= np.maximum(P[i], P[j]))).all(axis=1)
+    failures = (
+        (~one_label, "not two points of one label (i < j)"),
+        (~in_box, "its separator is outside their bounding box"),
+        (~s_inside[s], "its separator is outside the region"),
+        (s_label[s] == lab[i], "the original labels its separator as the points"),
+    )
+    for fails, why in failures:
+        for r in np.flatnonzero(fails)[:2]:
+            problems.append(f"pair ({i[r]}, {j[r]}) with separator {s[r]}: {why}")
+    if len(problems) == 0:  # every row valid: are all same-label pairs among them?
+        covered = len(np.unique(pairs[:, :2], axis=0)) if len(pairs) else 0
+        need = same_label_pair_count(lab)
+        if covered < need:
+            problems.append(
+                f"{need - covered} of the {need} pairs of points that share a label have "
+                "no separator"
+            )
     return problems
