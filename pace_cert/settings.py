@@ -268,7 +268,7 @@ class CompressConfig:
     depth of generated learners (None: the original's); ``max_depth``, ``max_leaves``:
     caps on the single tree of mode tree (None: none). ``coverage``: the share of the
     training rows, in %, the region must hold (``--coverage``; eta is derived from the
-    rows when they are read, :func:`pace_cert.app.eta_for_coverage`; None: eta as
+    rows when they are read, :func:`pace_cert.app.with_coverage_eta`; None: eta as
     given). Checked against :data:`RULES`; :meth:`of` also checks :func:`check_asked`."""
 
     mode: str = "prune"

@@ -60,26 +60,30 @@ def find_leaf_witnesses(
     if len(X) == 0:
         return _empty(X.shape[1] if X.ndim == 2 else 0)
     pool = rng.permutation(len(X))[:max_separators]
-    W, yW = [X[pool]], [y[pool]]  # blocks; the found mixes join as they turn up
+    W, yW = X[pool], y[pool]  # the found mixes join as they turn up
+    others: dict[int, np.ndarray] = {}  # per label, the pool's points of other labels
     chosen: list[int] = []
     by_label: dict[int, list[int]] = {}
     rows: list[tuple[int, int, np.ndarray]] = []  # (chosen i, chosen j, separator point)
     for c in rng.permutation(len(X))[:max_tries]:
         if len(chosen) >= max_points or (stop is not None and stop()):
             break
-        same = by_label.get(int(y[c]), [])
-        Wc, yc = np.vstack(W), np.concatenate(yW)
+        label = int(y[c])
+        same = by_label.get(label, [])
+        if label not in others:
+            others[label] = W[yW != label]
         S = X[[chosen[i] for i in same]]
-        seps = _pool_separators(S, X[c], Wc, yc != y[c])
+        seps = _pool_separators(S, X[c], others[label])
         lacking = [k for k, v in enumerate(seps) if v is None]
         if lacking and label_of is not None:
-            found = _mixed_separators(S[lacking], X[c], int(y[c]), label_of, mixes, rng)
+            found = _mixed_separators(S[lacking], X[c], label, label_of, mixes, rng)
             if found is None:
                 continue
-            for k, (point, lab) in zip(lacking, found):
+            for k, (point, _lab) in zip(lacking, found):
                 seps[k] = point
-                W.append(point[None, :])
-                yW.append(np.array([lab]))
+            W = np.vstack([W, [point for point, _ in found]])
+            yW = np.concatenate([yW, [lab for _, lab in found]])
+            others.clear()
         elif lacking:
             continue
         j = len(chosen)
@@ -94,14 +98,11 @@ def find_leaf_witnesses(
     return LeafWitnessSet(X[chosen], y[chosen], seps_all.astype(np.float32), pairs)
 
 
-def _pool_separators(
-    S: np.ndarray, c: np.ndarray, W: np.ndarray, other: np.ndarray
-) -> list[np.ndarray | None]:
-    """For each row of ``S``, a point of ``W`` with ``other`` set inside the bounding
-    box of that row and ``c`` (None where there is none). Blocks of at most 2**24
-    booleans (memory bounded)."""
+def _pool_separators(S: np.ndarray, c: np.ndarray, Wo: np.ndarray) -> list[np.ndarray | None]:
+    """For each row of ``S``, a point of ``Wo`` (the pool's points of other labels)
+    inside the bounding box of that row and ``c`` (None where there is none). Blocks of
+    at most 2**24 booleans (memory bounded)."""
     out: list[np.ndarray | None] = [None] * len(S)
-    Wo = W[other]
     if len(S) == 0 or len(Wo) == 0:
         return out
     size = max(1, (1 << 24) // max(1, Wo.size))

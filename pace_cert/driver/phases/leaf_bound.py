@@ -28,18 +28,16 @@ from pace_cert.region.masks import region_mask
 def leaf_witness_set(state: RunState, budget: Budget) -> LeafWitnessSet | None:
     """A checked leaf witness set among the known region points (None when the check
     fails: nothing is stated then)."""
-    X, y = known_points(state)
-    inside = state.domain.contains(X) & region_mask(
-        state.original, state.region.margin, state.plausibility, X
-    )
-    X, y = X[inside], y[inside]
-    X, first = np.unique(X, axis=0, return_index=True)
-    y = y[first]
 
     def in_region(Z: np.ndarray) -> np.ndarray:
         return state.domain.contains(Z) & region_mask(
             state.original, state.region.margin, state.plausibility, Z
         )
+
+    X, y = known_points(state)
+    inside = in_region(X)
+    X, first = np.unique(X[inside], axis=0, return_index=True)
+    y = y[inside][first]
 
     def label_of(Z: np.ndarray) -> np.ndarray:
         return np.where(in_region(Z), state.original.predict_index(Z), -1)

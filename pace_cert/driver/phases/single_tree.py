@@ -254,6 +254,13 @@ class TreeSearch:
         return res
 
 
+def cells_enumerable(state: RunState) -> bool:
+    """Whether every cell that may hold a region point can be enumerated
+    (:func:`~pace_cert.learners.region_cells.enumerable`): the tree then certifies."""
+    grid = ForestGrid.of(state.original)
+    return enumerable(grid, state.domain, state.cfg.tuning.tree.enum_cells)
+
+
 class SingleTree(BaseStep):
     """Mode tree: always (after a start model, it may find a smaller tree), the depth
     capped by ``--max-depth``. In mode pace (``learner=True``): one learner of the
@@ -283,12 +290,10 @@ class SingleTree(BaseStep):
             return state.cfg.tuning.pace.tree_share
         tuning = state.cfg.tuning.tree
         keep = 1.0 - tuning.bound_share  # the leaf bound's time, after this step
-        if enumerable(ForestGrid.of(state.original), state.domain, tuning.enum_cells):
-            return keep
-        return keep * (1.0 - tuning.fallback_share)
+        return keep if cells_enumerable(state) else keep * (1.0 - tuning.fallback_share)
 
     def run(self, state: RunState, budget: Budget) -> Iterator[Offer]:
-        if not self.learner and self.share(state) < 1.0 - state.cfg.tuning.tree.bound_share:
+        if not self.learner and not cells_enumerable(state):
             state.say(
                 "warning: the cells that may hold a region point are too many to enumerate "
                 "(raw features): the tree is learnt from counterexamples and may not certify "
